@@ -1,0 +1,222 @@
+// The `distsampler` command: prints a rank's indices or checks a whole partition, for inspection and scripting.
+// SPDX-License-Identifier: MIT
+#include <distsampler/distsampler.hpp>
+#include <distsampler/fmt.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds = distsampler;
+
+namespace {
+
+constexpr const char* usage_text = R"(usage:
+  distsampler indices --size N --world W --rank R [options] [--count K]
+      print rank R's indices for the epoch, one per line (the first K only with --count)
+  distsampler check --size N --world W [options] [--per-rank-seed]
+      build every rank's sampler, print a per-rank table and a verdict;
+      exit 1 when a promise (disjoint, covering, balanced) fails
+options:
+  --seed S                 shared seed (default 0; negative values are taken mod 2^64, as torch does)
+  --epoch E                epoch (default 0)
+  --shuffle feistel|torch|none   feistel: O(1)-memory default; torch: torch.randperm's exact order
+  --tail pad|drop|uneven   pad = torch default, drop = torch drop_last, uneven = each index once
+  --torch-generation v1|v2.7     torch's large-n randperm (default v2.7 = current torch)
+  --per-rank-seed          (check) seed each rank with seed + rank, the classic bug, to see it fail
+exit status: 0 ok, 1 a promise failed, 2 bad usage or configuration
+)";
+
+struct UsageError {
+  std::string message;
+};
+
+struct Args {
+  std::string command;
+  std::map<std::string, std::string> values;
+  bool per_rank_seed = false;
+};
+
+std::uint64_t parse_u64(const std::string& flag, const std::string& text) {
+  if (text.empty()) throw UsageError{fmt::format("{} needs a value (expected a decimal integer)", flag)};
+  std::uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') throw UsageError{fmt::format("{} \"{}\" is not a decimal integer", flag, text)};
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) throw UsageError{fmt::format("{} \"{}\" overflows 64 bits", flag, text)};
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+// torch accepts seeds in [-2^63, 2^64) and takes them mod 2^64.
+std::uint64_t parse_seed(const std::string& text) {
+  if (!text.empty() && text[0] == '-') {
+    const std::uint64_t magnitude = parse_u64("--seed", text.substr(1));
+    if (magnitude > (std::uint64_t{1} << 63)) {
+      throw UsageError{fmt::format("--seed \"{}\" is below -2^63 (torch's range is -2^63 .. 2^64-1)", text)};
+    }
+    return 0 - magnitude;
+  }
+  return parse_u64("--seed", text);
+}
+
+Args parse(int argc, char** argv) {
+  if (argc < 2) throw UsageError{"missing command (expected indices or check)"};
+  Args args;
+  args.command = argv[1];
+  if (args.command != "indices" && args.command != "check") {
+    throw UsageError{fmt::format("unknown command \"{}\" (expected indices or check)", args.command)};
+  }
+  static const std::vector<std::string> with_value = {"--size",    "--world", "--rank",  "--seed",
+                                                      "--epoch",   "--shuffle", "--tail", "--count",
+                                                      "--torch-generation"};
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--per-rank-seed" && args.command == "check") {
+      args.per_rank_seed = true;
+      continue;
+    }
+    bool known = false;
+    for (const auto& f : with_value) known = known || f == flag;
+    if (!known) throw UsageError{fmt::format("unknown flag \"{}\" for {}", flag, args.command)};
+    if (i + 1 >= argc) throw UsageError{fmt::format("{} needs a value", flag)};
+    if (args.values.count(flag)) throw UsageError{fmt::format("{} given twice", flag)};
+    args.values[flag] = argv[++i];
+  }
+  return args;
+}
+
+std::optional<std::string> get(const Args& args, const std::string& flag) {
+  auto it = args.values.find(flag);
+  if (it == args.values.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string require(const Args& args, const std::string& flag) {
+  auto v = get(args, flag);
+  if (!v) throw UsageError{fmt::format("{} is required for {}", flag, args.command)};
+  return *v;
+}
+
+struct Config {
+  std::uint64_t size = 0, world_size = 1, epoch = 0;
+  ds::SamplerOptions options;
+  std::string engine = "feistel";
+  ds::TorchGeneration generation = ds::TorchGeneration::current;
+};
+
+Config config_of(const Args& args) {
+  Config c;
+  c.size = parse_u64("--size", require(args, "--size"));
+  c.world_size = parse_u64("--world", require(args, "--world"));
+  if (auto s = get(args, "--seed")) c.options.seed = parse_seed(*s);
+  if (auto e = get(args, "--epoch")) c.epoch = parse_u64("--epoch", *e);
+  if (auto t = get(args, "--tail")) {
+    if (*t != "pad" && *t != "drop" && *t != "uneven") {
+      throw UsageError{fmt::format("--tail \"{}\" is unknown (expected pad, drop or uneven)", *t)};
+    }
+    c.options.tail = ds::parse_tail(*t);
+  }
+  if (auto s = get(args, "--shuffle")) {
+    if (*s != "feistel" && *s != "torch" && *s != "none") {
+      throw UsageError{fmt::format("--shuffle \"{}\" is unknown (expected feistel, torch or none)", *s)};
+    }
+    c.engine = *s;
+  }
+  c.options.shuffle = c.engine != "none";
+  if (auto g = get(args, "--torch-generation")) {
+    if (*g == "v1") {
+      c.generation = ds::TorchGeneration::v1;
+    } else if (*g != "v2.7") {
+      throw UsageError{fmt::format("--torch-generation \"{}\" is unknown (expected v1 or v2.7)", *g)};
+    }
+  }
+  return c;
+}
+
+// Calls f(sampler) with the sampler type the engine names.
+template <class F>
+void with_sampler(const Config& c, const ds::World& world, const ds::SamplerOptions& options, F&& f) {
+  if (c.engine == "torch") {
+    ds::DistributedSampler<ds::TorchRandperm> s(c.size, world, options, {c.generation});
+    s.set_epoch(c.epoch);
+    f(s);
+  } else {
+    ds::DistributedSampler<> s(c.size, world, options);
+    s.set_epoch(c.epoch);
+    f(s);
+  }
+}
+
+int run_indices(const Args& args) {
+  const Config c = config_of(args);
+  const std::uint64_t rank = parse_u64("--rank", require(args, "--rank"));
+  std::optional<std::uint64_t> count;
+  if (auto k = get(args, "--count")) count = parse_u64("--count", *k);
+  with_sampler(c, ds::World(rank, c.world_size), c.options, [&](const auto& s) {
+    const std::uint64_t n = count ? std::min(*count, s.size()) : s.size();
+    std::string out;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      fmt::format_to(std::back_inserter(out), "{}\n", s.get(i));
+      if (out.size() > (1u << 16)) {
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  });
+  return 0;
+}
+
+int run_check(const Args& args) {
+  const Config c = config_of(args);
+  if (get(args, "--rank")) throw UsageError{"--rank is not used by check (it checks every rank)"};
+  if (get(args, "--count")) throw UsageError{"--count is not used by check"};
+  fmt::print("dataset_size {}  world_size {}  shuffle {}  seed {}  epoch {}  tail {}{}\n", c.size, c.world_size,
+             c.engine, c.options.seed, c.epoch, c.options.tail, args.per_rank_seed ? "  (per-rank seeds)" : "");
+  fmt::print("{:>6}  {:>10}  {:>7}  first indices\n", "rank", "count", "padding");
+  ds::PartitionChecker checker(c.size, c.world_size, c.options.tail);
+  for (std::uint64_t r = 0; r < c.world_size; ++r) {
+    ds::SamplerOptions options = c.options;
+    if (args.per_rank_seed) options.seed += r;
+    // With per-rank seeds every process believes it is rank r of W over its own shuffle.
+    with_sampler(c, ds::World(r, c.world_size), options, [&](const auto& s) {
+      std::uint64_t padding = 0;
+      std::string first;
+      for (std::uint64_t i = 0; i < s.size(); ++i) {
+        const bool pad = s.is_padding(i);
+        padding += pad ? 1 : 0;
+        checker.add(r, s.get(i), pad);
+        if (i < 8) fmt::format_to(std::back_inserter(first), "{}{}{}", i ? " " : "", s.get(i), pad ? "*" : "");
+      }
+      if (s.size() > 8) first += " ...";
+      if (r < 64 || r + 1 == c.world_size) fmt::print("{:>6}  {:>10}  {:>7}  {}\n", r, s.size(), padding, first);
+      if (r == 64 && c.world_size > 65) fmt::print("{:>6}\n", "...");
+    });
+  }
+  const auto report = checker.finish();
+  fmt::print("(* = padding)\n{}\n", report.summary());
+  return report.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args args = parse(argc, argv);
+    return args.command == "indices" ? run_indices(args) : run_check(args);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "distsampler: {}\n{}", e.message, usage_text);
+    return 2;
+  } catch (const ds::config_error& e) {
+    fmt::print(stderr, "distsampler: {}\n", e.what());
+    return 2;
+  }
+}

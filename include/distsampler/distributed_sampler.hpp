@@ -1,0 +1,196 @@
+// distsampler DistributedSampler: one rank's disjoint share of every epoch, by random access or iteration.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
+#define DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "feistel.hpp"
+#include "options.hpp"
+#include "partition.hpp"
+#include "permutation.hpp"
+#include "version.hpp"
+#include "world.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// The dataset indices one rank reads in one epoch, torch's DistributedSampler as a C++ value.
+///
+/// Every rank builds the same sampler (same dataset_size and options, its own World);
+/// each epoch's order is `Permutation(dataset_size, seed, epoch)` (or the identity when
+/// `shuffle` is false) and rank r reads positions r, r + W, r + 2W, ... of it, with the
+/// tail policy deciding what happens to the last N mod W positions (see Tail).
+/// Together the ranks are disjoint and covering (pad: plus flagged duplicates;
+/// drop: minus the dropped tail), and every rank has the same size() except under
+/// Tail::uneven.
+///
+/// With `DistributedSampler<TorchRandperm>` the output equals
+/// `torch.utils.data.DistributedSampler(range(N), W, r, shuffle, seed, drop_last)` after
+/// `set_epoch(epoch)`, index for index. The default FeistelPermutation computes only
+/// this rank's indices: O(1) memory, O(1) per index.
+///
+/// Example:
+///     distsampler::DistributedSampler<> sampler(50000, distsampler::World::from_env(), {true, 42});
+///     for (std::uint64_t epoch = 0; epoch < 10; ++epoch) {
+///       sampler.set_epoch(epoch);
+///       for (std::uint64_t index : sampler) load(index);
+///     }
+///
+/// Throws config_error from the constructor for an invalid World (rank >= world_size,
+/// world_size 0, ...) or an unknown tail. Deterministic: a pure function of
+/// (dataset_size, world, options, epoch). Thread-safety: const members may be called
+/// concurrently; set_epoch must not race with readers. Copies are cheap (a
+/// materialising permutation shares its table).
+template <class Permutation = FeistelPermutation>
+class DistributedSampler {
+ public:
+  using permutation_type = Permutation;
+  using permutation_options = typename Permutation::options_type;
+
+  class iterator;
+  using const_iterator = iterator;
+
+  DistributedSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
+                     permutation_options permutation = {})
+      : world_(world), options_(options), permutation_options_(permutation) {
+    world_.validate("DistributedSampler");
+    partition_ = make_partition(dataset_size);
+    rebuild();
+  }
+
+  /// Selects the epoch (torch's set_epoch). Forgetting it repeats epoch 0's order.
+  /// O(1) for random-access permutations, O(N) for materialising ones (no-op when
+  /// the epoch is unchanged).
+  void set_epoch(std::uint64_t epoch) {
+    if (epoch == epoch_) return;
+    epoch_ = epoch;
+    rebuild();
+  }
+
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return partition_.dataset_size(); }
+  [[nodiscard]] const World& world() const noexcept { return world_; }
+  [[nodiscard]] std::uint64_t rank() const noexcept { return world_.rank; }
+  [[nodiscard]] std::uint64_t world_size() const noexcept { return world_.world_size; }
+  [[nodiscard]] const SamplerOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const permutation_options& permutation_settings() const noexcept { return permutation_options_; }
+  [[nodiscard]] const StridedPartition& partition() const noexcept { return partition_; }
+
+  /// This rank's samples per epoch (torch's len(sampler)); the same on every rank
+  /// except under Tail::uneven.
+  [[nodiscard]] std::uint64_t size() const noexcept { return partition_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+
+  /// The i-th index of this rank in this epoch. O(1). Throws std::out_of_range when i >= size().
+  [[nodiscard]] std::uint64_t operator[](std::uint64_t i) const {
+    if (i >= size()) throw_out_of_range("operator[]", i);
+    return get(i);
+  }
+
+  /// True when the i-th slot is wrap-around padding (a duplicate of another rank's
+  /// sample, present only so every rank has the same count). Throws std::out_of_range
+  /// when i >= size().
+  [[nodiscard]] bool is_padding(std::uint64_t i) const {
+    if (i >= size()) throw_out_of_range("is_padding", i);
+    return partition_.is_padding(i);
+  }
+
+  /// All of this rank's indices for this epoch, in order. O(size()) time and memory.
+  [[nodiscard]] std::vector<std::uint64_t> indices() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(static_cast<std::size_t>(size()));
+    for (std::uint64_t i = 0; i < size(); ++i) out.push_back(get(i));
+    return out;
+  }
+
+  /// Unchecked access for iteration: i < size().
+  [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept {
+    const std::uint64_t position = partition_.source_position(i);
+    return options_.shuffle ? permutation_(position) : position;
+  }
+
+  [[nodiscard]] iterator begin() const noexcept { return iterator(this, 0); }
+  [[nodiscard]] iterator end() const noexcept { return iterator(this, size()); }
+
+  /// A random-access iterator over this rank's indices of the current epoch. It
+  /// refers to the sampler: set_epoch invalidates nothing but changes what it reads.
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = std::uint64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = std::uint64_t;
+
+    constexpr iterator() noexcept = default;
+    [[nodiscard]] std::uint64_t operator*() const noexcept { return sampler_->get(i_); }
+    [[nodiscard]] std::uint64_t operator[](difference_type k) const noexcept { return *(*this + k); }
+    /// The slot number of this position within the rank's epoch.
+    [[nodiscard]] constexpr std::uint64_t position() const noexcept { return i_; }
+    [[nodiscard]] bool is_padding() const noexcept { return sampler_->partition_.is_padding(i_); }
+
+    iterator& operator++() noexcept { ++i_; return *this; }
+    iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
+    iterator& operator--() noexcept { --i_; return *this; }
+    iterator operator--(int) noexcept { iterator old = *this; --i_; return old; }
+    iterator& operator+=(difference_type k) noexcept { i_ += static_cast<std::uint64_t>(k); return *this; }
+    iterator& operator-=(difference_type k) noexcept { i_ -= static_cast<std::uint64_t>(k); return *this; }
+    [[nodiscard]] friend iterator operator+(iterator it, difference_type k) noexcept { return it += k; }
+    [[nodiscard]] friend iterator operator+(difference_type k, iterator it) noexcept { return it += k; }
+    [[nodiscard]] friend iterator operator-(iterator it, difference_type k) noexcept { return it -= k; }
+    [[nodiscard]] friend difference_type operator-(const iterator& a, const iterator& b) noexcept {
+      return static_cast<difference_type>(a.i_ - b.i_);
+    }
+    [[nodiscard]] friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+    [[nodiscard]] friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
+    [[nodiscard]] friend bool operator<(const iterator& a, const iterator& b) noexcept { return a.i_ < b.i_; }
+    [[nodiscard]] friend bool operator>(const iterator& a, const iterator& b) noexcept { return a.i_ > b.i_; }
+    [[nodiscard]] friend bool operator<=(const iterator& a, const iterator& b) noexcept { return a.i_ <= b.i_; }
+    [[nodiscard]] friend bool operator>=(const iterator& a, const iterator& b) noexcept { return a.i_ >= b.i_; }
+
+   private:
+    friend class DistributedSampler;
+    constexpr iterator(const DistributedSampler* sampler, std::uint64_t i) noexcept : sampler_(sampler), i_(i) {}
+    const DistributedSampler* sampler_ = nullptr;
+    std::uint64_t i_ = 0;
+  };
+
+ private:
+  StridedPartition make_partition(std::uint64_t dataset_size) const {
+    const Tail t = options_.tail;
+    if (t != Tail::pad && t != Tail::drop && t != Tail::uneven) {
+      detail::throw_config_error("DistributedSampler: tail " + std::to_string(static_cast<int>(t)) +
+                                 " is not a Tail (expected pad, drop or uneven)");
+    }
+    return StridedPartition(dataset_size, world_.rank, world_.world_size, t);
+  }
+
+  void rebuild() {
+    if (options_.shuffle) {
+      permutation_ = Permutation(partition_.dataset_size(), options_.seed, epoch_, permutation_options_);
+    }
+  }
+
+  [[noreturn]] void throw_out_of_range(const char* what, std::uint64_t i) const {
+    throw std::out_of_range("DistributedSampler::" + std::string(what) + ": position " + std::to_string(i) +
+                            " is out of range for size " + std::to_string(size()) +
+                            (size() ? " (expected 0.." + std::to_string(size() - 1) + ")" : " (the rank is empty)"));
+  }
+
+  World world_;
+  SamplerOptions options_;
+  permutation_options permutation_options_;
+  StridedPartition partition_;
+  std::uint64_t epoch_ = 0;
+  Permutation permutation_;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP

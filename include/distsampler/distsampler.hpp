@@ -1,0 +1,16 @@
+// distsampler umbrella header: the whole core (standard library only); adapters such as fmt.hpp are included separately.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_DISTSAMPLER_HPP
+#define DISTSAMPLER_DISTSAMPLER_HPP
+
+#include "distributed_sampler.hpp"
+#include "error.hpp"
+#include "feistel.hpp"
+#include "options.hpp"
+#include "partition.hpp"
+#include "permutation.hpp"
+#include "verify.hpp"
+#include "version.hpp"
+#include "world.hpp"
+
+#endif  // DISTSAMPLER_DISTSAMPLER_HPP

@@ -1,0 +1,131 @@
+// distsampler partition: which positions of an epoch's order belong to one rank, and what the tail policy does with the remainder.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_PARTITION_HPP
+#define DISTSAMPLER_PARTITION_HPP
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "error.hpp"
+#include "version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// What to do when the dataset size N is not a multiple of the world size W.
+enum class Tail {
+  /// torch's default (drop_last=False): every rank gets ceil(N / W) samples; the last
+  /// N mod W positions are filled by wrapping around to the start of the epoch's order.
+  /// Those duplicates are flagged by `is_padding`, so exact evaluation can mask them.
+  pad,
+  /// torch's drop_last=True: every rank gets floor(N / W) samples; the last N mod W
+  /// positions of the epoch's order are not read this epoch (they change every epoch).
+  drop,
+  /// Every index exactly once: rank r gets floor(N / W) + (r < N mod W) samples, so
+  /// counts differ by at most 1. For exact evaluation; breaks collectives that need
+  /// equal step counts, hence never a default.
+  uneven,
+};
+
+/// "pad", "drop" or "uneven".
+[[nodiscard]] constexpr std::string_view to_string(Tail tail) noexcept {
+  switch (tail) {
+    case Tail::pad: return "pad";
+    case Tail::drop: return "drop";
+    case Tail::uneven: return "uneven";
+  }
+  return "invalid";
+}
+
+/// Parses "pad", "drop" or "uneven"; throws config_error naming `who` otherwise.
+[[nodiscard]] inline Tail parse_tail(std::string_view text, std::string_view who = "tail") {
+  if (text == "pad") return Tail::pad;
+  if (text == "drop") return Tail::drop;
+  if (text == "uneven") return Tail::uneven;
+  detail::throw_config_error(std::string(who) + " \"" + std::string(text) + "\" is unknown (expected pad, drop or uneven)");
+}
+
+/// The strided split of one epoch among W ranks, torch's layout: rank r reads
+/// positions r, r + W, r + 2W, ... of the epoch's order. Pure integer math on
+/// (dataset_size, rank, world_size, tail); O(1) time and memory; no overflow for any
+/// 64-bit dataset_size and world_size (positions past N are never formed).
+///
+/// A position is an offset into the epoch's order (the permutation's input); the
+/// sampler maps it to a dataset index. `source_position(i)` is < dataset_size always:
+/// for a padding slot it is the wrapped-around position that slot repeats.
+class StridedPartition {
+ public:
+  constexpr StridedPartition() noexcept = default;
+
+  /// Throws config_error when world_size is 0, rank >= world_size or tail is not a Tail.
+  constexpr StridedPartition(std::uint64_t dataset_size, std::uint64_t rank, std::uint64_t world_size, Tail tail)
+      : n_(dataset_size), rank_(rank), world_size_(world_size), tail_(tail) {
+    if (world_size == 0) detail::throw_config_error("Partition: world_size is 0 (expected at least 1)");
+    if (rank >= world_size) {
+      detail::throw_config_error("Partition: rank " + std::to_string(rank) + " is out of range for world_size " +
+                                 std::to_string(world_size) + " (expected 0.." + std::to_string(world_size - 1) + ")");
+    }
+    if (tail != Tail::pad && tail != Tail::drop && tail != Tail::uneven) {
+      detail::throw_config_error("Partition: tail " + std::to_string(static_cast<int>(tail)) +
+                                 " is not a Tail (expected pad, drop or uneven)");
+    }
+    const std::uint64_t whole = n_ / world_size_, rest = n_ % world_size_;
+    switch (tail_) {
+      case Tail::pad: size_ = whole + (rest != 0 ? 1 : 0); break;
+      case Tail::drop: size_ = whole; break;
+      case Tail::uneven: size_ = whole + (rank_ < rest ? 1 : 0); break;
+    }
+  }
+
+  [[nodiscard]] constexpr std::uint64_t dataset_size() const noexcept { return n_; }
+  [[nodiscard]] constexpr std::uint64_t rank() const noexcept { return rank_; }
+  [[nodiscard]] constexpr std::uint64_t world_size() const noexcept { return world_size_; }
+  [[nodiscard]] constexpr Tail tail() const noexcept { return tail_; }
+
+  /// Samples this rank reads per epoch (torch's `len(sampler)`).
+  [[nodiscard]] constexpr std::uint64_t size() const noexcept { return size_; }
+
+  /// Padding slots in the whole epoch: (W - N mod W) mod W for pad, else 0.
+  [[nodiscard]] constexpr std::uint64_t padding_count() const noexcept {
+    if (tail_ != Tail::pad || n_ % world_size_ == 0) return 0;
+    return world_size_ - n_ % world_size_;
+  }
+
+  /// Positions of the epoch's order that no rank reads: N mod W for drop, else 0.
+  [[nodiscard]] constexpr std::uint64_t dropped_count() const noexcept {
+    return tail_ == Tail::drop ? n_ % world_size_ : 0;
+  }
+
+  /// True when this rank's i-th slot (i < size()) is wrap-around padding.
+  [[nodiscard]] constexpr bool is_padding(std::uint64_t i) const noexcept {
+    // i * W <= N - 1 for every i < size(), so neither line can overflow.
+    return tail_ == Tail::pad && rank_ >= n_ - i * world_size_;
+  }
+
+  /// The epoch-order position this rank's i-th slot reads (i < size()); always < N.
+  [[nodiscard]] constexpr std::uint64_t source_position(std::uint64_t i) const noexcept {
+    const std::uint64_t base = i * world_size_;
+    const std::uint64_t left = n_ - base;  // positions from base to the end of the order
+    if (rank_ < left) return base + rank_;
+    // Padding: global slot base + rank is N + k; torch repeats position k mod N.
+    return (rank_ - left) % n_;
+  }
+
+  friend constexpr bool operator==(const StridedPartition& a, const StridedPartition& b) noexcept {
+    return a.n_ == b.n_ && a.rank_ == b.rank_ && a.world_size_ == b.world_size_ && a.tail_ == b.tail_;
+  }
+  friend constexpr bool operator!=(const StridedPartition& a, const StridedPartition& b) noexcept {
+    return !(a == b);
+  }
+
+ private:
+  std::uint64_t n_ = 0;
+  std::uint64_t rank_ = 0;
+  std::uint64_t world_size_ = 1;
+  Tail tail_ = Tail::pad;
+  std::uint64_t size_ = 0;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_PARTITION_HPP

@@ -1,0 +1,4 @@
+// distsampler tests: the Catch2 main translation unit.
+// SPDX-License-Identifier: MIT
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

@@ -1,0 +1,136 @@
+// distsampler tests: TorchRandperm and its MT19937, against independent references.
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <distsampler/permutation.hpp>
+
+#include <cstdint>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+using distsampler::TorchGeneration;
+using distsampler::TorchRandperm;
+namespace detail = distsampler::detail;
+
+namespace {
+
+std::vector<std::uint64_t> all(const TorchRandperm& p) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t i = 0; i < p.size(); ++i) out.push_back(p(i));
+  return out;
+}
+
+// The algorithms transcribed as plainly as possible, over std::mt19937, whose output
+// sequence the C++ standard fixes exactly (only distributions and shuffle vary).
+std::vector<std::uint64_t> reference_swap(std::uint64_t n, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::vector<std::uint64_t> r(n);
+  for (std::uint64_t i = 0; i < n; ++i) r[i] = i;
+  for (std::uint64_t i = 0; i + 1 < n; ++i) {
+    const std::uint64_t z = static_cast<std::uint64_t>(engine()) % (n - i);
+    std::swap(r[i], r[i + z]);
+  }
+  return r;
+}
+
+std::vector<std::uint64_t> reference_inside_out(std::uint64_t n, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::vector<std::uint64_t> r(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t hi = engine();
+    const std::uint64_t lo = engine();
+    const std::uint64_t z = ((hi << 32) | lo) % (i + 1);
+    r[i] = r[z];
+    r[z] = i;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("Mt19937 draws the standard MT19937 sequence", "[torch][mt19937]") {
+  // The C++ standard's check value: the 10000th draw of a default-seeded mt19937.
+  detail::Mt19937 engine(5489u);
+  std::uint32_t x = 0;
+  for (int i = 0; i < 10000; ++i) x = engine();
+  CHECK(x == 4123659995u);
+
+  for (std::uint32_t seed : {0u, 1u, 42u, 0xffffffffu}) {
+    detail::Mt19937 mine(seed);
+    std::mt19937 standard(seed);
+    for (int i = 0; i < 2000; ++i) REQUIRE(mine() == standard());
+  }
+  detail::Mt19937 a(7u);
+  std::mt19937 b(7u);
+  const std::uint64_t hi = b(), lo = b();
+  CHECK(a.next64() == ((hi << 32) | lo));
+}
+
+TEST_CASE("TorchRandperm reproduces torch.randperm's known vector", "[torch]") {
+  // torch.randperm(10, generator=torch.Generator().manual_seed(42)), torch 1.13.1.
+  CHECK(all(TorchRandperm(10, 42, 0)) == std::vector<std::uint64_t>{2, 6, 1, 8, 4, 5, 0, 9, 3, 7});
+  // The manual seed is seed + epoch.
+  CHECK(all(TorchRandperm(10, 40, 2)) == all(TorchRandperm(10, 42, 0)));
+}
+
+TEST_CASE("TorchRandperm seeds the generator with the low 32 bits, seeds taken mod 2^64", "[torch]") {
+  CHECK(all(TorchRandperm(100, (std::uint64_t{1} << 32) + 5, 0)) == all(TorchRandperm(100, 5, 0)));
+  CHECK(all(TorchRandperm(100, 0, 0)) != all(TorchRandperm(100, 5, 0)));
+  // torch's seed -1 is 2^64 - 1; with epoch 1 it wraps to 0, as -1 + 1 does in torch.
+  CHECK(all(TorchRandperm(100, static_cast<std::uint64_t>(-1), 1)) == all(TorchRandperm(100, 0, 0)));
+  CHECK(TorchRandperm::torch_seed(UINT64_MAX, 3) == 2);
+}
+
+TEST_CASE("TorchRandperm's small-n algorithm equals a plain transcription", "[torch]") {
+  for (std::uint64_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 65537u}) {
+    for (std::uint32_t seed : {0u, 3u, 0xdeadbeefu}) {
+      std::vector<std::uint64_t> mine(n);
+      detail::torch_randperm_swap(mine.data(), n, seed);
+      REQUIRE(mine == reference_swap(n, seed));
+      std::vector<std::uint32_t> narrow(n);
+      detail::torch_randperm_swap(narrow.data(), n, seed);
+      REQUIRE(std::vector<std::uint64_t>(narrow.begin(), narrow.end()) == mine);
+    }
+  }
+}
+
+TEST_CASE("TorchRandperm's torch 2.7 large-n algorithm equals a plain transcription", "[torch]") {
+  for (std::uint64_t n : {1u, 2u, 5u, 1000u, 4099u}) {
+    for (std::uint32_t seed : {0u, 42u}) {
+      std::vector<std::uint64_t> mine(n);
+      detail::torch_randperm_inside_out(mine.data(), n, seed);
+      REQUIRE(mine == reference_inside_out(n, seed));
+      std::vector<bool> seen(n);
+      for (auto v : mine) {
+        REQUIRE(v < n);
+        REQUIRE_FALSE(seen[v]);
+        seen[v] = true;
+      }
+    }
+  }
+}
+
+TEST_CASE("TorchRandperm picks the algorithm by torch generation and size", "[torch]") {
+  constexpr std::uint64_t t = TorchRandperm::large_n_threshold;
+  STATIC_REQUIRE(t == 214748364u);
+  STATIC_REQUIRE_FALSE(TorchRandperm::uses_inside_out(t - 1, TorchGeneration::v2_7));
+  STATIC_REQUIRE(TorchRandperm::uses_inside_out(t, TorchGeneration::v2_7));
+  STATIC_REQUIRE(TorchRandperm::uses_inside_out(t, TorchGeneration::current));
+  STATIC_REQUIRE_FALSE(TorchRandperm::uses_inside_out(t, TorchGeneration::v1));
+  STATIC_REQUIRE_FALSE(TorchRandperm::uses_inside_out(UINT64_MAX, TorchGeneration::v1));
+  // Below the threshold both generations give the same order.
+  CHECK(all(TorchRandperm(5000, 9, 1, {TorchGeneration::v1})) == all(TorchRandperm(5000, 9, 1, {TorchGeneration::v2_7})));
+}
+
+TEST_CASE("TorchRandperm rejects an unknown generation and copies share the table", "[torch][errors]") {
+  CHECK_THROWS_WITH(TorchRandperm(10, 0, 0, {static_cast<TorchGeneration>(7)}),
+                    "TorchRandperm: generation 7 is unknown (expected TorchGeneration::v1 or TorchGeneration::v2_7)");
+  const TorchRandperm p(1000, 1, 2);
+  const TorchRandperm copy = p;  // NOLINT(performance-unnecessary-copy-initialization)
+  CHECK(all(copy) == all(p));
+  CHECK(TorchRandperm().size() == 0);
+  CHECK(TorchRandperm(0, 1, 2).size() == 0);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<TorchRandperm>);
+  STATIC_REQUIRE(noexcept(p(0)));
+}
