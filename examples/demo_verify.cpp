@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     }
     const auto a = ours.finish();
     const auto b = naive.finish();
-    fmt::print("epoch {}: naive seed 42+rank: {:>4} samples seen twice, {:>4} never seen   |   distsampler: {} seen "
-               "twice, {} never seen ({} flagged padding)\n",
+    fmt::print("epoch {}: naive seed 42+rank: {:>4} duplicate reads, {:>4} never seen   |   distsampler: {} duplicate "
+               "reads, {} never seen ({} flagged padding)\n",
                epoch, b.duplicates, b.missing, a.duplicates, a.missing, a.padding_total());
     fmt::print("         distsampler partition: {}\n", a.summary());
     all_ok = all_ok && a.ok();

@@ -111,7 +111,12 @@ class DistributedSampler {
 
   /// Unchecked access for iteration: i < size().
   [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept {
-    const std::uint64_t position = partition_.source_position(i);
+    return index_at_position(partition_.source_position(i));
+  }
+
+  /// The dataset index at `position` of this epoch's global order (shared by all ranks),
+  /// position < dataset_size(); unchecked. Rank r's slot i reads position r + i * W.
+  [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
     return options_.shuffle ? permutation_(position) : position;
   }
 

@@ -1,0 +1,183 @@
+// distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check and a runtime overlap guard.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_MPI_HPP
+#define DISTSAMPLER_MPI_HPP
+
+// Only MPI's C API is used; Open MPI's and MPICH's deprecated C++ bindings are skipped.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distsampler.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+namespace mpi {
+
+namespace detail {
+
+[[noreturn]] inline void fail(const std::string& what, int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  distsampler::detail::throw_config_error("distsampler::mpi: " + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+inline void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) fail(what, code);
+}
+
+// Order-independent 64-bit hashes of one index: sums of these over a set of indices
+// identify the multiset with overwhelming probability (two independent mixers).
+constexpr std::uint64_t mix_a(std::uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15u;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
+  return x ^ (x >> 31);
+}
+constexpr std::uint64_t mix_b(std::uint64_t x) noexcept {
+  x ^= 0x5851F42D4C957F2Du;
+  x = (x ^ (x >> 33)) * 0xFF51AFD7ED558CCDu;
+  x = (x ^ (x >> 33)) * 0xC4CEB9FE1A85EC53u;
+  return x ^ (x >> 33);
+}
+
+}  // namespace detail
+
+/// This process's World in `comm`: rank and size from MPI, local rank and local size
+/// from a split of `comm` into shared-memory (same node) groups. Collective over `comm`.
+/// Throws config_error when an MPI call fails (MPI must be initialised).
+[[nodiscard]] inline World world_from(MPI_Comm comm = MPI_COMM_WORLD) {
+  int rank = 0, size = 0, local_rank = 0, local_size = 0;
+  detail::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  MPI_Comm node = MPI_COMM_NULL;
+  detail::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  detail::check(MPI_Comm_rank(node, &local_rank), "MPI_Comm_rank (node)");
+  detail::check(MPI_Comm_size(node, &local_size), "MPI_Comm_size (node)");
+  MPI_Comm_free(&node);
+  return World(static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(size),
+               static_cast<std::uint64_t>(local_rank), static_cast<std::uint64_t>(local_size));
+}
+
+/// Checks that every rank of `comm` built its sampler with the same dataset size, seed,
+/// epoch, shuffle and tail, and with its own MPI rank and size: catches "every rank
+/// seeded differently" and "LOCAL_RANK used as rank" at run time. Collective over
+/// `comm` (one allgather of 7 integers per rank). Throws config_error on every rank,
+/// naming the first rank that disagrees and the field.
+template <class Sampler>
+void check_consistent(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
+  const World mpi_world = world_from(comm);
+  const SamplerOptions& o = sampler.options();
+  const std::uint64_t mine[7] = {sampler.dataset_size(), o.seed, sampler.epoch(), o.shuffle ? 1u : 0u,
+                                 static_cast<std::uint64_t>(o.tail), sampler.rank(), sampler.world_size()};
+  std::vector<std::uint64_t> all(7 * static_cast<std::size_t>(mpi_world.world_size));
+  detail::check(MPI_Allgather(mine, 7, MPI_UINT64_T, all.data(), 7, MPI_UINT64_T, comm), "MPI_Allgather");
+  static const char* const names[5] = {"dataset_size", "seed", "epoch", "shuffle", "tail"};
+  for (std::uint64_t r = 0; r < mpi_world.world_size; ++r) {
+    const std::uint64_t* theirs = &all[static_cast<std::size_t>(7 * r)];
+    for (int f = 0; f < 5; ++f) {
+      if (theirs[f] != all[static_cast<std::size_t>(f)]) {
+        distsampler::detail::throw_config_error(
+            "distsampler::mpi::check_consistent: rank " + std::to_string(r) + " has " + names[f] + " " +
+            std::to_string(theirs[f]) + " but rank 0 has " + std::to_string(all[static_cast<std::size_t>(f)]) +
+            " (expected the same on every rank)");
+      }
+    }
+    if (theirs[5] != r || theirs[6] != mpi_world.world_size) {
+      distsampler::detail::throw_config_error(
+          "distsampler::mpi::check_consistent: MPI rank " + std::to_string(r) + " of " +
+          std::to_string(mpi_world.world_size) + " built its sampler as rank " + std::to_string(theirs[5]) + " of " +
+          std::to_string(theirs[6]) + " (expected its own MPI rank and size)");
+    }
+  }
+}
+
+/// What the overlap guard found for one epoch (the same on every rank).
+struct GuardReport {
+  bool ok = false;
+  std::uint64_t reads = 0;           ///< non-padding reads over all ranks
+  std::uint64_t expected_reads = 0;  ///< N, or N - N mod W under Tail::drop
+  std::uint64_t padding = 0;         ///< flagged padding slots over all ranks
+  std::string message;               ///< "ok: ..." or what is wrong
+};
+
+/// The runtime overlap guard: proves that the ranks of `comm` together read every index
+/// of the epoch exactly once (padding excepted), or reports overlap or missing samples.
+///
+/// Each rank reduces its read count and two order-independent 64-bit hash sums of its
+/// indices; it also hashes its 1/W block of [0, N), so the expected sums cost O(N/W) per
+/// rank like the epoch itself. Communication is one allreduce of a few integers. A
+/// duplicated or missing index changes both sums unless two independent 64-bit hashes
+/// collide, so a broken partition passes with probability about 2^-64. Under Tail::drop
+/// the dropped tail (fewer than W positions of the epoch's order) is subtracted.
+/// Collective over `comm`; throws config_error when an MPI call fails.
+template <class Sampler>
+[[nodiscard]] GuardReport guard_epoch(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
+  const World mpi_world = world_from(comm);
+  const std::uint64_t n = sampler.dataset_size();
+  // [0] reads, [1] padding, [2] sum a, [3] sum b, [4] expected sum a, [5] expected sum b
+  std::uint64_t local[6] = {0, 0, 0, 0, 0, 0};
+  for (std::uint64_t i = 0; i < sampler.size(); ++i) {
+    if (sampler.is_padding(i)) {
+      ++local[1];
+      continue;
+    }
+    const std::uint64_t index = sampler[i];
+    ++local[0];
+    local[2] += detail::mix_a(index);
+    local[3] += detail::mix_b(index);
+  }
+  const std::uint64_t w = mpi_world.world_size, r = mpi_world.rank;
+  const std::uint64_t begin = n / w * r + std::min(r, n % w);
+  const std::uint64_t end = begin + n / w + (r < n % w ? 1 : 0);
+  for (std::uint64_t index = begin; index < end; ++index) {
+    local[4] += detail::mix_a(index);
+    local[5] += detail::mix_b(index);
+  }
+  std::uint64_t dropped = 0;
+  if (r == 0 && sampler.options().tail == Tail::drop) {
+    // The positions no rank reads: the last N mod W of the epoch's order.
+    const std::uint64_t kept = n - n % sampler.world_size();
+    for (std::uint64_t p = kept; p < n; ++p) {
+      const std::uint64_t index = sampler.index_at_position(p);
+      local[4] -= detail::mix_a(index);
+      local[5] -= detail::mix_b(index);
+      ++dropped;
+    }
+  }
+  std::uint64_t total[6] = {};
+  detail::check(MPI_Allreduce(local, total, 6, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  std::uint64_t all_dropped = 0;
+  detail::check(MPI_Allreduce(&dropped, &all_dropped, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  GuardReport report;
+  report.reads = total[0];
+  report.padding = total[1];
+  report.expected_reads = n - all_dropped;
+  const bool sums = total[2] == total[4] && total[3] == total[5];
+  report.ok = sums && report.reads == report.expected_reads;
+  const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
+                             " expected, " + std::to_string(report.padding) + " padding";
+  if (report.ok) {
+    report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
+  } else if (report.reads > report.expected_reads) {
+    report.message = "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
+  } else if (report.reads < report.expected_reads) {
+    report.message = "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
+  } else {
+    report.message = "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
+  }
+  return report;
+}
+
+}  // namespace mpi
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_MPI_HPP

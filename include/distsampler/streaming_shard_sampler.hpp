@@ -1,0 +1,585 @@
+// distsampler StreamingShardSampler: disjoint, balanced, local and resumable reads over sharded datasets.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_STREAMING_SHARD_SAMPLER_HPP
+#define DISTSAMPLER_STREAMING_SHARD_SAMPLER_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/mix.hpp"
+#include "error.hpp"
+#include "partition.hpp"
+#include "state.hpp"
+#include "version.hpp"
+#include "world.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// The options of a StreamingShardSampler that every rank must agree on. All of them
+/// (with the shard sizes) define the epoch's global order; world size and worker count
+/// do not.
+///
+///  - `canonical_streams` (C): the shuffled shard sequence is cut into C contiguous
+///    streams ("lanes", MosaicML's canonical nodes); the global order takes runs from
+///    them in turn, so at any moment the whole job reads near C places of the dataset.
+///  - `max_open_shards` (m): a consumer interleaves m runs at a time, so it never has
+///    more than m shard ranges open at once; more runs mix more shards per batch.
+///  - `run_length` (L): consecutive samples read from one run (one place of one shard).
+///    `block_size() = m * L` is the unit of locality and of resumable checkpoints.
+///
+/// Defaults: 64 streams, 8 open shards, runs of 8, so blocks of 64 samples.
+struct ShardSamplerOptions {
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+  Tail tail = Tail::pad;
+  std::uint64_t canonical_streams = 64;
+  std::uint64_t max_open_shards = 8;
+  std::uint64_t run_length = 8;
+};
+
+/// One sample of a consumer's stream: which shard, which record in it, its global index
+/// (the shard's prefix sum in the original shard list + offset), and whether the slot is
+/// flagged tail padding (a duplicate that exact evaluation should mask).
+struct ShardSample {
+  std::uint64_t shard = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t index = 0;
+  bool is_padding = false;
+
+  friend constexpr bool operator==(const ShardSample& a, const ShardSample& b) noexcept {
+    return a.shard == b.shard && a.offset == b.offset && a.index == b.index && a.is_padding == b.is_padding;
+  }
+  friend constexpr bool operator!=(const ShardSample& a, const ShardSample& b) noexcept { return !(a == b); }
+};
+
+/// A range of consecutive records [begin, end) of one shard, read in increasing offset
+/// order. `first_sample` is the consumer-stream slot of its first record.
+struct ShardRange {
+  std::uint64_t shard = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t first_sample = 0;
+
+  friend constexpr bool operator==(const ShardRange& a, const ShardRange& b) noexcept {
+    return a.shard == b.shard && a.begin == b.begin && a.end == b.end && a.first_sample == b.first_sample;
+  }
+  friend constexpr bool operator!=(const ShardRange& a, const ShardRange& b) noexcept { return !(a == b); }
+};
+
+namespace detail {
+
+/// High 64 bits of a * b, portable (no __int128).
+[[nodiscard]] constexpr std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) noexcept {
+  const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
+  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+  const std::uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
+  return hi_hi + (hi_lo >> 32) + (cross >> 32);
+}
+
+/// Unbiased draw in [0, bound) (bound >= 1) from a SplitMix64 stream: Lemire's
+/// multiply-shift with rejection. Identical on every platform.
+[[nodiscard]] inline std::uint64_t bounded_draw(SplitMix64& stream, std::uint64_t bound) noexcept {
+  const std::uint64_t threshold = (0 - bound) % bound;
+  for (;;) {
+    const std::uint64_t x = stream();
+    if (x * bound >= threshold) return mulhi64(x, bound);
+  }
+}
+
+/// The per-epoch layout shared by all consumers: shard order and its prefix sums.
+struct ShardEpochLayout {
+  std::vector<std::uint64_t> order;   ///< order[j] = the shard read j-th
+  std::vector<std::uint64_t> prefix;  ///< prefix[j] = samples in order[0..j)
+};
+
+}  // namespace detail
+
+/// Streams a dataset made of shards (files of known sample counts) to W ranks x K
+/// workers, keeping every promise of DESIGN §1 while each consumer reads locally.
+///
+/// How an epoch's global order G (a bijection on the N samples) is built, from
+/// (seed, epoch, shard sizes, options) only — never from world size or worker count:
+///  1. the shard order is shuffled (Fisher-Yates, SplitMix64, unbiased draws) and each
+///     shard is read from a per-epoch rotation of its offsets: the sequence Q;
+///  2. Q's first C * ns * L samples (ns = N / (C * L)) are cut into C equal lanes of
+///     ns runs of L consecutive samples; runs are taken row-major (run 0 of every lane,
+///     then run 1, ...) and each group of m consecutive runs forms a block of m * L
+///     samples, read round-robin across its m runs;
+///  3. what remains (fewer than m + C runs' worth) follows in Q order.
+/// A segment of the epoch starting at global position `start` (0, or a resumed
+/// state's `consumed`) gives consumer k = worker * W + rank blocks k, k + K, k + 2K ...
+/// of G[start, N) (K = W * num_workers), then an equal contiguous share of the last
+/// partial round, then the tail slot. So whenever every consumer has read a multiple of
+/// block_size() samples, together they read exactly G[start, start + K * done), which is
+/// why a state saved there resumes exactly once on any world size and worker count.
+///
+/// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
+/// minus R mod K dropped positions); every consumer has the same count (uneven: counts
+/// differ by at most one, and ranks by at most one); a consumer has at most
+/// max_open_shards() shard ranges open at once, each read in increasing offsets.
+///
+/// Throws config_error from the constructor for a bad World, num_workers 0, a size sum
+/// over 2^64 - 1, or bad options (messages name the parameter and the value).
+/// Complexity: construction and set_epoch O(shards) time and memory; sample(w, i)
+/// O(log shards); iteration lazy. Deterministic on every platform. Thread-safety: const
+/// members may run concurrently; copies share the immutable epoch layout.
+class StreamingShardSampler {
+ public:
+  class iterator;
+  class worker_stream;
+
+  /// Throws config_error as described above.
+  StreamingShardSampler(std::vector<std::uint64_t> shard_sizes, World world, std::uint64_t num_workers,
+                        ShardSamplerOptions options = {})
+      : sizes_(std::move(shard_sizes)), world_(world), num_workers_(num_workers), options_(options) {
+    world_.validate("StreamingShardSampler");
+    validate();
+    replan();
+  }
+
+  /// Selects the epoch and starts it from its beginning. O(shards).
+  void set_epoch(std::uint64_t epoch) {
+    epoch_ = epoch;
+    start_ = 0;
+    replan();
+  }
+
+  /// Continues the epoch recorded in `state` (saved by `state()` of a sampler with the
+  /// same shard sizes and options, on any world size and worker count): positions
+  /// [state.consumed, N) of that epoch's global order are split over this sampler's
+  /// consumers. Throws state_error when the state belongs to other shards or options.
+  void load_state(const SamplerState& state) {
+    const std::string engine = engine_name();
+    state.validate(state_key(engine), "StreamingShardSampler::load_state");
+    epoch_ = state.epoch;
+    start_ = state.consumed;
+    replan();
+  }
+
+  /// The state after every consumer of this segment has read its first `samples_done`
+  /// samples. Resumable points: multiples of block_size() up to the last full round, the
+  /// end of the even share (`samples_done == worker_size` without the tail slot), and
+  /// the end of the segment. Throws config_error for any other value. O(1).
+  [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
+    const std::uint64_t r = remaining(), k = consumers(), even = r / k, b = block_size();
+    const std::uint64_t full_rounds_end = (even / b) * b;
+    const std::uint64_t last = even + (r % k != 0 && options_.tail != Tail::drop ? 1 : 0);
+    std::uint64_t consumed = 0;
+    if (samples_done > even) {
+      if (samples_done != last) fail_state_point(samples_done, full_rounds_end, even, last);
+      consumed = n_;
+    } else {
+      if (samples_done % b != 0 && samples_done != even) fail_state_point(samples_done, full_rounds_end, even, last);
+      consumed = start_ + samples_done * k;
+    }
+    const std::string engine = engine_name();
+    SamplerState s;
+    s.dataset_size = n_;
+    s.seed = options_.seed;
+    s.epoch = epoch_;
+    s.consumed = consumed;
+    s.fingerprint = state_key(engine).fingerprint();
+    return s;
+  }
+
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  /// Global positions already consumed before this segment (0 unless resumed).
+  [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
+  [[nodiscard]] std::uint64_t num_shards() const noexcept { return sizes_.size(); }
+  [[nodiscard]] const std::vector<std::uint64_t>& shard_sizes() const noexcept { return sizes_; }
+  [[nodiscard]] const World& world() const noexcept { return world_; }
+  [[nodiscard]] std::uint64_t num_workers() const noexcept { return num_workers_; }
+  [[nodiscard]] const ShardSamplerOptions& options() const noexcept { return options_; }
+  /// K = world_size * num_workers.
+  [[nodiscard]] std::uint64_t consumers() const noexcept { return world_.world_size * num_workers_; }
+  /// max_open_shards * run_length: the unit of locality and of resumable checkpoints.
+  [[nodiscard]] std::uint64_t block_size() const noexcept { return options_.max_open_shards * options_.run_length; }
+  /// The bound on shard ranges a consumer has open at once (reading interleaved).
+  [[nodiscard]] std::uint64_t max_open_shards() const noexcept { return options_.max_open_shards; }
+
+  /// Consumer id of `worker` on this rank: worker * world_size + rank.
+  [[nodiscard]] std::uint64_t consumer(std::uint64_t worker) const {
+    check_worker(worker);
+    return worker * world_.world_size + world_.rank;
+  }
+
+  /// Samples `worker` of this rank reads in this segment (the same for every worker
+  /// and rank, except under Tail::uneven). O(1).
+  [[nodiscard]] std::uint64_t worker_size(std::uint64_t worker) const { return consumer_size(consumer(worker)); }
+
+  /// Samples this rank reads in this segment (sum over its workers). O(num_workers).
+  [[nodiscard]] std::uint64_t size() const {
+    std::uint64_t total = 0;
+    for (std::uint64_t w = 0; w < num_workers_; ++w) total += worker_size(w);
+    return total;
+  }
+
+  /// The i-th sample of `worker`'s stream. O(log shards). Throws config_error for a bad
+  /// worker, std::out_of_range for i >= worker_size(worker).
+  [[nodiscard]] ShardSample sample(std::uint64_t worker, std::uint64_t i) const {
+    const std::uint64_t k = consumer(worker);
+    if (i >= consumer_size(k)) {
+      throw std::out_of_range("StreamingShardSampler::sample: position " + std::to_string(i) +
+                              " is out of range for worker_size " + std::to_string(consumer_size(k)));
+    }
+    return consumer_sample(k, i);
+  }
+
+  /// The global-order position (in [0, N)) of slot i of consumer k (k < consumers(),
+  /// i < consumer_size(k)). O(1).
+  [[nodiscard]] std::uint64_t consumer_position(std::uint64_t k, std::uint64_t i) const noexcept {
+    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk, b = block_size();
+    const std::uint64_t rounds = even / b, partial = even - rounds * b;
+    std::uint64_t x = 0;
+    if (i < rounds * b) {
+      x = ((i / b) * kk + k) * b + i % b;
+    } else if (i < even) {
+      x = rounds * b * kk + k * partial + (i - rounds * b);
+    } else if (k < extra) {
+      x = even * kk + k;
+    } else {
+      x = (k - extra) % r;  // padding wraps to the start of the remainder
+    }
+    return start_ + x;
+  }
+
+  /// Samples consumer k reads (see worker_size). O(1).
+  [[nodiscard]] std::uint64_t consumer_size(std::uint64_t k) const noexcept {
+    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk;
+    switch (options_.tail) {
+      case Tail::pad: return even + (extra != 0 ? 1 : 0);
+      case Tail::drop: return even;
+      case Tail::uneven: return even + (k < extra ? 1 : 0);
+    }
+    return even;
+  }
+
+  /// True when slot i of consumer k is a flagged padding duplicate.
+  [[nodiscard]] bool consumer_is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
+    const std::uint64_t r = remaining(), kk = consumers();
+    return options_.tail == Tail::pad && i == r / kk && k >= r % kk;
+  }
+
+  /// Slot i of consumer k as a ShardSample. O(log shards).
+  [[nodiscard]] ShardSample consumer_sample(std::uint64_t k, std::uint64_t i) const {
+    ShardSample s = at_global(consumer_position(k, i));
+    s.is_padding = consumer_is_padding(k, i);
+    return s;
+  }
+
+  /// The sample at position p (< N) of this epoch's global order G. O(log shards).
+  /// Independent of world size and worker count.
+  [[nodiscard]] ShardSample at_global(std::uint64_t p) const { return at_sequence(sequence_position(p)); }
+
+  /// The position in the shard sequence Q of global position p (< N). O(1).
+  [[nodiscard]] std::uint64_t sequence_position(std::uint64_t p) const noexcept {
+    const std::uint64_t m = options_.max_open_shards, l = options_.run_length, b = m * l;
+    if (p < regular_) {
+      const std::uint64_t w = p % b;
+      return run_start((p / b) * m + w % m) + w / m;
+    }
+    const std::uint64_t y = p - regular_;
+    if (y < leftover_runs_ * l) return run_start((regular_ / b) * m + y / l) + y % l;
+    return options_.canonical_streams * lane_length_ + (y - leftover_runs_ * l);
+  }
+
+  /// The sample at position q (< N) of the shard sequence Q. O(log shards).
+  [[nodiscard]] ShardSample at_sequence(std::uint64_t q) const {
+    const auto& pre = layout_->prefix;
+    const auto j = static_cast<std::size_t>(std::upper_bound(pre.begin(), pre.end(), q) - pre.begin() - 1);
+    const std::uint64_t shard = layout_->order[j];
+    const std::uint64_t size = sizes_[static_cast<std::size_t>(shard)];
+    const std::uint64_t offset = rotate(q - pre[j], rotation(shard), size);
+    return ShardSample{shard, offset, offsets_[static_cast<std::size_t>(shard)] + offset, false};
+  }
+
+  /// The ranges `worker` reads for its slots [first, first + count) (clipped to its
+  /// size), in the order their first record is read: what a loader should prefetch.
+  /// Within a block up to max_open_shards() ranges are read interleaved; each range in
+  /// increasing offsets. O(ranges * log shards).
+  [[nodiscard]] std::vector<ShardRange> read_plan(std::uint64_t worker, std::uint64_t first = 0,
+                                                  std::uint64_t count = UINT64_MAX) const {
+    const std::uint64_t k = consumer(worker), size = consumer_size(k);
+    std::vector<ShardRange> out;
+    if (first >= size) return out;
+    const std::uint64_t last = size - first < count ? size : first + count;
+    std::uint64_t i = first;
+    while (i < last) {
+      // A chunk: consecutive slots that map to consecutive global positions.
+      const std::uint64_t chunk_end = std::min(last, chunk_end_of(k, i));
+      const std::uint64_t g = consumer_position(k, i);
+      append_ranges(g, g + (chunk_end - i), i, out);
+      i = chunk_end;
+    }
+    return out;
+  }
+
+  /// The fingerprinted description of the order ("shard-v1 shuffle streams=64 ...").
+  [[nodiscard]] std::string engine_name() const {
+    return std::string("shard-v1 ") + (options_.shuffle ? "shuffle" : "noshuffle") +
+           " streams=" + std::to_string(options_.canonical_streams) +
+           " open=" + std::to_string(options_.max_open_shards) + " run=" + std::to_string(options_.run_length) +
+           " shards=" + std::to_string(sizes_.size()) + " layout=" + detail::hex64(layout_hash_);
+  }
+
+  /// `worker`'s stream as a lazy range of ShardSample.
+  [[nodiscard]] worker_stream stream(std::uint64_t worker) const;
+
+  /// Input iterator over one consumer's samples (computed on dereference).
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = ShardSample;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = ShardSample;
+
+    iterator() = default;
+    [[nodiscard]] ShardSample operator*() const { return sampler_->consumer_sample(k_, i_); }
+    iterator& operator++() noexcept {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      ++i_;
+      return old;
+    }
+    /// The slot number within the consumer's stream.
+    [[nodiscard]] std::uint64_t position() const noexcept { return i_; }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+    friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
+
+   private:
+    friend class worker_stream;
+    iterator(const StreamingShardSampler* s, std::uint64_t k, std::uint64_t i) noexcept : sampler_(s), k_(k), i_(i) {}
+    const StreamingShardSampler* sampler_ = nullptr;
+    std::uint64_t k_ = 0;
+    std::uint64_t i_ = 0;
+  };
+
+  /// A range-for view of one worker's stream; refers to the sampler (which must outlive it).
+  class worker_stream {
+   public:
+    [[nodiscard]] iterator begin() const noexcept { return iterator(sampler_, k_, 0); }
+    [[nodiscard]] iterator end() const noexcept { return iterator(sampler_, k_, sampler_->consumer_size(k_)); }
+    [[nodiscard]] std::uint64_t size() const noexcept { return sampler_->consumer_size(k_); }
+
+   private:
+    friend class StreamingShardSampler;
+    worker_stream(const StreamingShardSampler* s, std::uint64_t k) noexcept : sampler_(s), k_(k) {}
+    const StreamingShardSampler* sampler_;
+    std::uint64_t k_;
+  };
+
+ private:
+  [[nodiscard]] std::uint64_t remaining() const noexcept { return n_ - start_; }
+
+  [[nodiscard]] StateKey state_key(const std::string& engine) const noexcept {
+    // shuffle is folded into `engine` and the key always says true, so the shard layout
+    // is fingerprinted even for unshuffled streams (StateKey drops engine otherwise).
+    return StateKey{"shard", n_, options_.seed, true, options_.tail, engine};
+  }
+
+  [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
+    const std::uint64_t c = options_.canonical_streams;
+    return (run % c) * lane_length_ + (run / c) * options_.run_length;
+  }
+
+  [[nodiscard]] std::uint64_t rotation(std::uint64_t shard) const noexcept {
+    if (!options_.shuffle) return 0;
+    const std::uint64_t key = detail::mix64(epoch_key_ ^ detail::splitmix64(shard));
+    return detail::mulhi64(key, sizes_[static_cast<std::size_t>(shard)]);
+  }
+
+  // (local + rot) mod size for local, rot < size, without overflow near 2^64.
+  [[nodiscard]] static constexpr std::uint64_t rotate(std::uint64_t local, std::uint64_t rot,
+                                                      std::uint64_t size) noexcept {
+    return local < size - rot ? local + rot : local - (size - rot);
+  }
+
+  // End (exclusive) of the chunk of consumer k containing slot i: slots up to there map
+  // to consecutive global positions.
+  [[nodiscard]] std::uint64_t chunk_end_of(std::uint64_t k, std::uint64_t i) const noexcept {
+    const std::uint64_t even = remaining() / consumers(), b = block_size(), rounds = even / b;
+    if (i < rounds * b) return (i / b + 1) * b;
+    if (i < even) return even;
+    return consumer_size(k);
+  }
+
+  // Appends the ranges read for global positions [g0, g1), the first being slot `slot`.
+  void append_ranges(std::uint64_t g0, std::uint64_t g1, std::uint64_t slot, std::vector<ShardRange>& out) const {
+    const std::uint64_t m = options_.max_open_shards, b = block_size();
+    std::uint64_t g = g0;
+    while (g < g1 && g < regular_) {
+      const std::uint64_t block = g / b, w0 = g % b;
+      const std::uint64_t w1 = std::min(b, w0 + (g1 - g));
+      const std::size_t mark = out.size();
+      for (std::uint64_t a = 0; a < m; ++a) {
+        // Run a's slots in [w0, w1): w = a + m * u.
+        const std::uint64_t u0 = w0 <= a ? 0 : (w0 - a + m - 1) / m;
+        if (a + m * u0 >= w1) continue;
+        const std::uint64_t u1 = (w1 - a + m - 1) / m;  // first u with a + m*u >= w1
+        const std::uint64_t q = run_start(block * m + a);
+        const std::uint64_t first_slot = slot + (a + m * u0 - w0);
+        append_sequence(q + u0, q + u1, first_slot, m, out);
+      }
+      // Order by first read: the interleaving reads run a at offset a, a + m, ...
+      std::sort(out.begin() + static_cast<std::ptrdiff_t>(mark), out.end(),
+                [](const ShardRange& x, const ShardRange& y) { return x.first_sample < y.first_sample; });
+      slot += w1 - w0;
+      g += w1 - w0;
+    }
+    if (g < g1) {
+      // Tail region: consecutive global positions are consecutive Q positions, except
+      // at run boundaries among the leftover runs.
+      while (g < g1) {
+        const std::uint64_t q = sequence_position(g);
+        const std::uint64_t y = g - regular_, l = options_.run_length;
+        std::uint64_t piece = g1 - g;
+        if (y < leftover_runs_ * l) piece = std::min(piece, l - y % l);
+        append_sequence(q, q + piece, slot, 1, out);
+        slot += piece;
+        g += piece;
+      }
+    }
+  }
+
+  // Appends the shard ranges of Q positions [q0, q1), read one slot every `stride`.
+  void append_sequence(std::uint64_t q0, std::uint64_t q1, std::uint64_t slot, std::uint64_t stride,
+                       std::vector<ShardRange>& out) const {
+    const auto& pre = layout_->prefix;
+    std::uint64_t q = q0;
+    while (q < q1) {
+      const auto j = static_cast<std::size_t>(std::upper_bound(pre.begin(), pre.end(), q) - pre.begin() - 1);
+      const std::uint64_t shard = layout_->order[j];
+      const std::uint64_t size = sizes_[static_cast<std::size_t>(shard)];
+      const std::uint64_t piece_end = std::min(q1, pre[j + 1]);
+      const std::uint64_t local = q - pre[j];
+      const std::uint64_t off = rotate(local, rotation(shard), size);
+      const std::uint64_t len = piece_end - q;
+      const std::uint64_t first_len = std::min(len, size - off);  // rotation may wrap once
+      out.push_back(ShardRange{shard, off, off + first_len, slot});
+      if (first_len < len) out.push_back(ShardRange{shard, 0, len - first_len, slot + first_len * stride});
+      slot += len * stride;
+      q = piece_end;
+    }
+  }
+
+  void check_worker(std::uint64_t worker) const {
+    if (worker >= num_workers_) {
+      detail::throw_config_error("StreamingShardSampler: worker " + std::to_string(worker) +
+                                 " is out of range for num_workers " + std::to_string(num_workers_) +
+                                 " (expected 0.." + std::to_string(num_workers_ - 1) + ")");
+    }
+  }
+
+  [[noreturn]] static void fail_state_point(std::uint64_t done, std::uint64_t rounds_end, std::uint64_t even,
+                                            std::uint64_t last) {
+    detail::throw_config_error("StreamingShardSampler::state: samples_done " + std::to_string(done) +
+                               " is not a resumable point (expected a multiple of block_size up to " +
+                               std::to_string(rounds_end) + ", or " + std::to_string(even) + ", or " +
+                               std::to_string(last) + ")");
+  }
+
+  void validate() {
+    const std::string who = "StreamingShardSampler: ";
+    if (num_workers_ == 0) detail::throw_config_error(who + "num_workers is 0 (expected at least 1)");
+    if (num_workers_ > UINT64_MAX / world_.world_size) {
+      detail::throw_config_error(who + "world_size " + std::to_string(world_.world_size) + " * num_workers " +
+                                 std::to_string(num_workers_) + " overflows 64 bits (expected a product <= " +
+                                 std::to_string(UINT64_MAX) + ")");
+    }
+    const Tail t = options_.tail;
+    if (t != Tail::pad && t != Tail::drop && t != Tail::uneven) {
+      detail::throw_config_error(who + "tail " + std::to_string(static_cast<int>(t)) +
+                                 " is not a Tail (expected pad, drop or uneven)");
+    }
+    if (options_.canonical_streams == 0) detail::throw_config_error(who + "canonical_streams is 0 (expected at least 1)");
+    if (options_.max_open_shards == 0) detail::throw_config_error(who + "max_open_shards is 0 (expected at least 1)");
+    if (options_.run_length == 0) detail::throw_config_error(who + "run_length is 0 (expected at least 1)");
+    if (options_.max_open_shards > options_.canonical_streams) {
+      detail::throw_config_error(who + "max_open_shards " + std::to_string(options_.max_open_shards) +
+                                 " exceeds canonical_streams " + std::to_string(options_.canonical_streams) +
+                                 " (expected max_open_shards <= canonical_streams)");
+    }
+    if (options_.run_length > UINT64_MAX / options_.max_open_shards) {
+      detail::throw_config_error(who + "max_open_shards " + std::to_string(options_.max_open_shards) +
+                                 " * run_length " + std::to_string(options_.run_length) +
+                                 " overflows 64 bits (expected a block size <= " + std::to_string(UINT64_MAX) + ")");
+    }
+    offsets_.assign(sizes_.size(), 0);
+    std::uint64_t total = 0, h = detail::hash_field(0xcbf29ce484222325u, static_cast<std::uint64_t>(sizes_.size()));
+    for (std::size_t s = 0; s < sizes_.size(); ++s) {
+      if (sizes_[s] > UINT64_MAX - total) {
+        detail::throw_config_error(who + "total samples overflow 64 bits at shard " + std::to_string(s) +
+                                   " (size " + std::to_string(sizes_[s]) + " after " + std::to_string(total) +
+                                   "; expected a sum <= " + std::to_string(UINT64_MAX) + ")");
+      }
+      offsets_[s] = total;
+      total += sizes_[s];
+      h = detail::hash_field(h, sizes_[s]);
+    }
+    n_ = total;
+    layout_hash_ = detail::mix64(h);
+    // Lanes: C equal lanes of ns runs of L; the rest follows in Q order.
+    const std::uint64_t c = options_.canonical_streams, l = options_.run_length, m = options_.max_open_shards;
+    const std::uint64_t runs_per_lane = c > n_ / l ? 0 : n_ / (c * l);
+    lane_length_ = runs_per_lane * l;
+    const std::uint64_t runs = c * runs_per_lane;
+    regular_ = (runs / m) * m * l;
+    leftover_runs_ = runs % m;
+  }
+
+  void replan() {
+    auto layout = std::make_shared<detail::ShardEpochLayout>();
+    const std::size_t s = sizes_.size();
+    layout->order.resize(s);
+    for (std::size_t i = 0; i < s; ++i) layout->order[i] = static_cast<std::uint64_t>(i);
+    epoch_key_ = detail::mix64(detail::splitmix64(options_.seed ^ 0x7368617264733031u) ^ detail::splitmix64(~epoch_));
+    if (options_.shuffle && s > 1) {
+      detail::SplitMix64 stream(epoch_key_);
+      for (std::size_t i = s - 1; i > 0; --i) {
+        const auto j = static_cast<std::size_t>(detail::bounded_draw(stream, static_cast<std::uint64_t>(i) + 1));
+        std::swap(layout->order[i], layout->order[j]);
+      }
+    }
+    layout->prefix.resize(s + 1);
+    layout->prefix[0] = 0;
+    for (std::size_t i = 0; i < s; ++i) {
+      layout->prefix[i + 1] = layout->prefix[i] + sizes_[static_cast<std::size_t>(layout->order[i])];
+    }
+    layout_ = std::move(layout);
+  }
+
+  std::vector<std::uint64_t> sizes_;
+  std::vector<std::uint64_t> offsets_;
+  World world_;
+  std::uint64_t num_workers_ = 1;
+  ShardSamplerOptions options_;
+  std::uint64_t n_ = 0;
+  std::uint64_t layout_hash_ = 0;
+  std::uint64_t lane_length_ = 0;
+  std::uint64_t regular_ = 0;
+  std::uint64_t leftover_runs_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t epoch_key_ = 0;
+  std::uint64_t start_ = 0;
+  std::shared_ptr<const detail::ShardEpochLayout> layout_;
+};
+
+inline StreamingShardSampler::worker_stream StreamingShardSampler::stream(std::uint64_t worker) const {
+  return worker_stream(this, consumer(worker));
+}
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_STREAMING_SHARD_SAMPLER_HPP

@@ -1,0 +1,25 @@
+# distsampler scripts: installs missing Debian packages (sourced by scripts/test, scripts/demo, scripts/bench).
+# SPDX-License-Identifier: MIT
+
+# ensure_packages PKG...: installs those of PKG... that are not installed, with apt-get
+# (through sudo when not root). Does nothing when all are present.
+ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then return 0; fi
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+  echo "installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The packages every build needs.
+core_packages=(cmake make g++ catch2 libfmt-dev)
+# What the full test suite adds: MPI for the multi-process tests.
+test_packages=(openmpi-bin libopenmpi-dev)

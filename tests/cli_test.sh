@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# distsampler tests: the `distsampler` command's output, exit codes and usage errors.
+# SPDX-License-Identifier: MIT
+set -u
+cli="$1"
+failures=0
+passed=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE PATTERN -- ARGS...: runs the CLI, checks the exit code and that the
+# combined output matches the extended regex PATTERN.
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  local out rc
+  out="$("$cli" "$@" 2>&1)"
+  rc=$?
+  if [[ $rc -ne $code ]]; then fail "distsampler $* exited $rc, expected $code"$'\n'"$out"; return; fi
+  if ! grep -Eq -- "$pattern" <<<"$out"; then fail "distsampler $*: output does not match /$pattern/"$'\n'"$out"; return; fi
+  passed=$((passed + 1))
+}
+
+# torch.utils.data.DistributedSampler(range(10), 4, r, seed=42), set_epoch(1): [8,5,2] [4,1,3] [9,6,8] [0,7,4].
+got="$("$cli" indices --size 10 --world 4 --rank 2 --seed 42 --epoch 1 --shuffle torch | tr '\n' ' ')"
+[[ "$got" == "9 6 8 " ]] && passed=$((passed + 1)) || fail "indices rank 2 gave '$got', torch gives '9 6 8 '"
+got="$("$cli" indices --size 10 --world 4 --rank 3 --seed 42 --epoch 1 --shuffle torch --tail drop | tr '\n' ' ')"
+[[ "$got" == "0 7 " ]] && passed=$((passed + 1)) || fail "drop tail gave '$got', torch gives '0 7 '"
+got="$("$cli" indices --size 10 --world 4 --rank 1 --shuffle none --tail uneven | tr '\n' ' ')"
+[[ "$got" == "1 5 9 " ]] && passed=$((passed + 1)) || fail "unshuffled uneven gave '$got'"
+# torch seed -1 is 2^64 - 1.
+[[ "$("$cli" indices --size 50 --world 2 --rank 0 --seed -1 --shuffle torch)" == \
+   "$("$cli" indices --size 50 --world 2 --rank 0 --seed 18446744073709551615 --shuffle torch)" ]] &&
+  passed=$((passed + 1)) || fail "--seed -1 differs from --seed 2^64-1"
+
+# The first K of a huge dataset come at once: nothing is materialised.
+lines="$("$cli" indices --size 18446744073709551615 --world 64 --rank 5 --count 1000 | wc -l)"
+[[ "$lines" -eq 1000 ]] && passed=$((passed + 1)) || fail "--count 1000 printed $lines lines"
+
+expect 0 '^ok: N=10 W=4 tail=pad counts 3..3 padding 2 duplicates 0 missing 0' -- check --size 10 --world 4 --seed 42 --epoch 1 --shuffle torch
+expect 0 '     2           3        1  9 6 8\*' -- check --size 10 --world 4 --seed 42 --epoch 1 --shuffle torch
+expect 0 '^ok: N=1001 W=7 tail=uneven counts 143..143' -- check --size 1001 --world 7 --tail uneven
+expect 0 '^ok: N=1000 W=7 tail=uneven counts 142..143' -- check --size 1000 --world 7 --tail uneven
+expect 0 '^ok: N=1000 W=7 tail=drop counts 142..142 padding 0 duplicates 0 missing 6' -- check --size 1000 --world 7 --tail drop --shuffle none
+expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed
+expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed --shuffle torch
+
+expect 2 'missing command' --
+expect 2 'unknown command "shuffle"' -- shuffle
+expect 2 'unknown flag "--wrld" for indices' -- indices --size 10 --wrld 3
+expect 2 '--size is required for indices' -- indices --world 2 --rank 0
+expect 2 '--rank is required for indices' -- indices --size 10 --world 2
+expect 2 '--size "1e6" is not a decimal integer' -- indices --size 1e6 --world 2 --rank 0
+expect 2 '--size "99999999999999999999" overflows 64 bits' -- indices --size 99999999999999999999 --world 2 --rank 0
+expect 2 '--seed "-9223372036854775809" is below -2\^63' -- indices --size 9 --world 2 --rank 0 --seed -9223372036854775809
+expect 2 '--shuffle "random" is unknown \(expected feistel, torch or none\)' -- indices --size 10 --world 2 --rank 0 --shuffle random
+expect 2 '--tail "last" is unknown \(expected pad, drop or uneven\)' -- check --size 10 --world 2 --tail last
+expect 2 '--torch-generation "v3" is unknown' -- check --size 10 --world 2 --torch-generation v3
+expect 2 '--epoch needs a value' -- check --size 10 --world 2 --epoch
+expect 2 '--world given twice' -- check --size 10 --world 2 --world 3
+expect 2 '--rank is not used by check' -- check --size 10 --world 2 --rank 1
+expect 2 'World: rank 4 is out of range for world_size 4 \(expected 0..3\)' -- indices --size 10 --world 4 --rank 4
+expect 2 'World: world_size is 0 \(expected at least 1\)' -- indices --size 10 --world 0 --rank 0
+expect 2 'usage:' -- indices --size 10 --wrld 3
+
+echo "$passed passed, $failures failed"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,139 @@
+// distsampler tests: under mpirun, every rank's indices gathered at rank 0 form a partition; the guard catches broken ones.
+// SPDX-License-Identifier: MIT
+#include <distsampler/mpi.hpp>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ds = distsampler;
+
+namespace {
+
+int passed = 0, failed = 0, me = 0;
+
+void expect(bool condition, const std::string& what) {
+  if (me != 0) return;
+  if (condition) {
+    ++passed;
+  } else {
+    ++failed;
+    std::printf("FAIL: %s\n", what.c_str());
+  }
+}
+
+// Gathers every rank's (index, padding) at rank 0 and checks them with PartitionChecker.
+template <class Sampler>
+ds::PartitionReport gather_and_check(const Sampler& s, std::uint64_t world_size) {
+  std::vector<std::uint64_t> mine;
+  for (std::uint64_t i = 0; i < s.size(); ++i) {
+    mine.push_back(s[i]);
+    mine.push_back(s.is_padding(i) ? 1 : 0);
+  }
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(world_size), offsets(world_size);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<std::uint64_t> all;
+  if (me == 0) {
+    int total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      offsets[r] = total;
+      total += counts[r];
+    }
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T, 0,
+              MPI_COMM_WORLD);
+  ds::PartitionChecker checker(s.dataset_size(), world_size, s.options().tail);
+  if (me == 0) {
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      for (int k = 0; k < counts[r]; k += 2) {
+        const auto at = static_cast<std::size_t>(offsets[r] + k);
+        checker.add(r, all[at], all[at + 1] != 0);
+      }
+    }
+  }
+  return checker.finish();
+}
+
+template <class Permutation>
+void check_engine(const char* engine, bool shuffle, const ds::World& world) {
+  for (std::uint64_t n : {0u, 1u, 7u, 1000u, 4099u}) {
+    for (ds::Tail tail : {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven}) {
+      ds::DistributedSampler<Permutation> s(n, world, {shuffle, 17, tail});
+      s.set_epoch(n % 3);
+      ds::mpi::check_consistent(s);
+      const auto report = gather_and_check(s, world.world_size);
+      const std::string what = std::string(engine) + " N=" + std::to_string(n) + " tail=" +
+                               std::string(ds::to_string(tail)) + ": " + report.summary();
+      expect(report.ok(), what);
+      const auto guard = ds::mpi::guard_epoch(s);
+      expect(guard.ok, what + " guard: " + guard.message);
+    }
+  }
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const ds::config_error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const ds::World world = ds::mpi::world_from();
+  me = static_cast<int>(world.rank);
+  const std::uint64_t w = world.world_size;
+
+  // World from the communicator agrees with the launcher's environment.
+  const ds::World env = ds::World::from_env();
+  expect(env.rank == world.rank && env.world_size == w, "World::from_env agrees with MPI");
+  expect(world.local_world_size == w && world.local_rank == world.rank, "one node: local == global");
+
+  check_engine<ds::FeistelPermutation>("feistel", true, world);
+  check_engine<ds::TorchRandperm>("torch", true, world);
+  check_engine<ds::FeistelPermutation>("none", false, world);
+
+  const std::uint64_t n = 1000;
+  // Broken: every rank seeds its own shuffle (42 + rank).
+  {
+    ds::DistributedSampler<> s(n, world, {true, 42 + world.rank, ds::Tail::pad});
+    const auto guard = ds::mpi::guard_epoch(s);
+    if (w > 1) {
+      expect(!guard.ok, "guard catches per-rank seeds: " + guard.message);
+      const std::string e = error_of([&] { ds::mpi::check_consistent(s); });
+      expect(e == "distsampler::mpi::check_consistent: rank 1 has seed 43 but rank 0 has 42 (expected the same on every rank)",
+             "check_consistent names the seed: " + e);
+    }
+  }
+  // Broken: LOCAL_RANK used as rank (two nodes of w/2 ranks each, simulated).
+  if (w >= 2) {
+    const std::uint64_t half = (w + 1) / 2;
+    ds::DistributedSampler<> s(n, ds::World(world.rank % half, w), {true, 42, ds::Tail::pad});
+    const auto guard = ds::mpi::guard_epoch(s);
+    expect(!guard.ok && guard.message.rfind("overlap", 0) == 0, "guard catches LOCAL_RANK as rank: " + guard.message);
+    const std::string e = error_of([&] { ds::mpi::check_consistent(s); });
+    expect(e.find("built its sampler as rank") != std::string::npos, "check_consistent catches LOCAL_RANK: " + e);
+  }
+  // Broken: a missing rank (the job believes in one more process than was launched).
+  {
+    ds::DistributedSampler<> s(n, ds::World(world.rank, w + 1), {true, 42, ds::Tail::uneven});
+    const auto guard = ds::mpi::guard_epoch(s);
+    expect(!guard.ok && guard.message.rfind("missing:", 0) == 0, "guard catches a missing rank: " + guard.message);
+  }
+
+  if (me == 0) std::printf("mpi partition on %llu ranks: %d passed, %d failed\n", static_cast<unsigned long long>(w), passed, failed);
+  int status = failed == 0 ? 0 : 1;
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}

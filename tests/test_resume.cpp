@@ -1,0 +1,345 @@
+// distsampler tests: resume and elastic resume read every sample of the epoch exactly once across chains of changes.
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <distsampler/batch_sampler.hpp>
+#include <distsampler/detail/mix.hpp>
+#include <distsampler/resume.hpp>
+#include <distsampler/state.hpp>
+
+using distsampler::BatchSamplerOptions;
+using distsampler::DistributedBatchSampler;
+using distsampler::DistributedSampler;
+using distsampler::FeistelPermutation;
+using distsampler::ResumedDistributedSampler;
+using distsampler::SamplerOptions;
+using distsampler::SamplerState;
+using distsampler::Tail;
+using distsampler::TorchRandperm;
+using distsampler::World;
+using distsampler::detail::SplitMix64;
+
+namespace {
+
+// Saves and reloads through one of the two forms, as a job would between runs.
+SamplerState round_trip(const SamplerState& s, bool as_text) {
+  if (as_text) return SamplerState::from_text(s.to_text());
+  const auto bytes = s.to_bytes();
+  return SamplerState::from_bytes(bytes.data(), bytes.size());
+}
+
+struct Tally {
+  std::vector<int> seen;
+  std::uint64_t padding = 0;
+  explicit Tally(std::uint64_t n) : seen(n, 0) {}
+  void add(std::uint64_t index, bool is_padding) {
+    if (is_padding) {
+      ++padding;
+    } else {
+      ++seen.at(index);
+    }
+  }
+  [[nodiscard]] std::uint64_t count(int times) const {
+    return static_cast<std::uint64_t>(std::count(seen.begin(), seen.end(), times));
+  }
+};
+
+// Reads the first `done` slots of every rank of one segment.
+template <class Sampler>
+void read_prefix(const std::vector<Sampler>& ranks, std::uint64_t done, Tally& tally) {
+  for (const auto& s : ranks) {
+    for (std::uint64_t i = 0; i < std::min(done, s.size()); ++i) tally.add(s[i], s.is_padding(i));
+  }
+}
+
+// A DistributedSampler epoch interrupted and resumed on each world size of `worlds` in
+// turn, at random points; the last segment runs to the end. Checks exactly-once.
+template <class P>
+void distributed_chain(std::uint64_t n, const std::vector<std::uint64_t>& worlds, Tail tail, SplitMix64& rng) {
+  SamplerOptions o;
+  o.seed = rng() % 1000;
+  o.tail = tail;
+  const std::uint64_t epoch = rng() % 5;
+  Tally tally(n);
+  SamplerState state;
+  std::uint64_t last_remaining = 0;
+  for (std::size_t seg = 0; seg < worlds.size(); ++seg) {
+    const std::uint64_t w = worlds[seg];
+    const bool last = seg + 1 == worlds.size();
+    std::vector<SamplerState> states;
+    if (seg == 0) {
+      std::vector<DistributedSampler<P>> ranks;
+      for (std::uint64_t r = 0; r < w; ++r) {
+        ranks.emplace_back(n, World(r, w), o);
+        ranks.back().set_epoch(epoch);
+      }
+      const std::uint64_t done = last ? ranks[0].size() : rng() % (ranks[0].size() + 1);
+      last_remaining = n;
+      read_prefix(ranks, done, tally);
+      for (const auto& s : ranks) states.push_back(distsampler::make_state(s, done));
+    } else {
+      std::vector<ResumedDistributedSampler<P>> ranks;
+      for (std::uint64_t r = 0; r < w; ++r) ranks.emplace_back(n, World(r, w), o, state);
+      REQUIRE(ranks[0].epoch() == epoch);
+      REQUIRE(ranks[0].start() == state.consumed);
+      const std::uint64_t done = last ? ranks[0].size() : rng() % (ranks[0].size() + 1);
+      last_remaining = n - state.consumed;
+      read_prefix(ranks, done, tally);
+      for (const auto& s : ranks) states.push_back(s.state(done));
+    }
+    for (const auto& s : states) REQUIRE(s == states[0]);  // every rank saves the same state
+    state = round_trip(states[0], seg % 2 == 0);
+  }
+  const std::uint64_t w = worlds.back();
+  CHECK(tally.count(0) + tally.count(1) == n);  // nothing read twice
+  switch (tail) {
+    case Tail::pad:
+      CHECK(tally.count(1) == n);
+      break;
+    case Tail::uneven:
+      CHECK(tally.count(1) == n);
+      CHECK(tally.padding == 0);
+      break;
+    case Tail::drop: {
+      CHECK(tally.padding == 0);
+      CHECK(tally.count(0) == last_remaining % w);
+      // The missed samples are exactly the last positions of the epoch's order.
+      const P order(n, o.seed, epoch);
+      for (std::uint64_t p = n - last_remaining % w; p < n; ++p) CHECK(tally.seen[order(p)] == 0);
+      break;
+    }
+  }
+}
+
+struct Shape {
+  std::uint64_t world_size, micro_batch_size, accumulation_steps, num_workers;
+};
+
+// A DistributedBatchSampler epoch interrupted at random steps (and micro-batch rounds) and
+// resumed with each shape in turn; every rank's micro-batches are read through its
+// workers' schedules. Checks exactly-once.
+template <class P>
+void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, SplitMix64& rng) {
+  BatchSamplerOptions o;
+  o.seed = rng() % 1000;
+  o.tail = tail;
+  const std::uint64_t epoch = rng() % 5;
+  Tally tally(n);
+  SamplerState state;
+  std::uint64_t last_remaining = 0, last_g = 1;
+  for (std::size_t seg = 0; seg < shapes.size(); ++seg) {
+    const Shape& sh = shapes[seg];
+    const bool last = seg + 1 == shapes.size();
+    std::vector<DistributedBatchSampler<P>> ranks;
+    for (std::uint64_t r = 0; r < sh.world_size; ++r) {
+      ranks.emplace_back(n, sh.micro_batch_size, World(r, sh.world_size), sh.accumulation_steps, o);
+      if (seg == 0) {
+        ranks.back().set_epoch(epoch);
+      } else {
+        ranks.back().resume(state);
+      }
+    }
+    const auto& first = ranks[0];
+    last_remaining = n - first.start();
+    last_g = first.global_batch_size();
+    std::uint64_t steps = last ? first.num_steps() : rng() % (first.num_steps() + 1), rounds = 0;
+    if (!last && steps < first.num_steps() && rng() % 2 == 0) rounds = rng() % sh.accumulation_steps;
+    for (const auto& s : ranks) {
+      REQUIRE(s.num_steps() == first.num_steps());
+      for (std::uint64_t worker = 0; worker < sh.num_workers; ++worker) {
+        for (const auto& id : s.worker_schedule(sh.num_workers, worker)) {
+          if (id.step > steps || (id.step == steps && id.micro_batch >= rounds)) continue;
+          const auto batch = s.micro_batch(id.step, id.micro_batch);
+          for (std::uint64_t e = 0; e < batch.size(); ++e) {
+            tally.add(batch[e], s.is_padding(id.step, id.micro_batch, e));
+          }
+        }
+      }
+    }
+    std::vector<SamplerState> states;
+    for (const auto& s : ranks) states.push_back(s.state(steps, rounds));
+    for (const auto& s : states) REQUIRE(s == states[0]);
+    state = round_trip(states[0], seg % 2 == 1);
+  }
+  CHECK(tally.count(0) + tally.count(1) == n);
+  if (tail == Tail::drop) {
+    CHECK(tally.padding == 0);
+    CHECK(tally.count(0) == last_remaining % last_g);
+  } else {
+    CHECK(tally.count(1) == n);
+    if (tail == Tail::uneven) CHECK(tally.padding == 0);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Without a state, ResumedDistributedSampler equals DistributedSampler", "[resume]",
+                   FeistelPermutation, TorchRandperm) {
+  for (const std::uint64_t n : {0u, 1u, 7u, 10u, 64u, 101u}) {
+    for (std::uint64_t w = 1; w <= 5; ++w) {
+      for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+        for (std::uint64_t r = 0; r < w; ++r) {
+          const SamplerOptions o{true, 42, tail};
+          DistributedSampler<TestType> plain(n, World(r, w), o);
+          ResumedDistributedSampler<TestType> resumed(n, World(r, w), o);
+          plain.set_epoch(1);
+          resumed.set_epoch(1);
+          REQUIRE(resumed.size() == plain.size());
+          CHECK(resumed.indices() == plain.indices());
+          for (std::uint64_t i = 0; i < plain.size(); ++i) CHECK(resumed.is_padding(i) == plain.is_padding(i));
+          CHECK(resumed.state(0) == distsampler::make_state(plain, 0));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("torch's documented vector survives a resume at every point", "[resume][torch]") {
+  // DistributedSampler(N=10, W=4, seed=42, epoch=1): ranks 0..3 = [8,5,2] [4,1,3] [9,6,8] [0,7,4].
+  const SamplerOptions o{true, 42, Tail::pad};
+  DistributedSampler<TorchRandperm> rank1(10, World(1, 4), o);
+  rank1.set_epoch(1);
+  CHECK(rank1.indices() == std::vector<std::uint64_t>{4, 1, 3});
+  const auto state = distsampler::make_state(rank1, 1);
+  CHECK(state.consumed == 4);
+  // torch's order for that epoch is [8,4,9,0,5,1,6,7,2,3]; positions 0..3 are done. The
+  // rest continues strided over 2 ranks: positions 4, 6, 8 and 5, 7, 9.
+  const ResumedDistributedSampler<TorchRandperm> r0(10, World(0, 2), o, state), r1(10, World(1, 2), o, state);
+  CHECK(r0.indices() == std::vector<std::uint64_t>{5, 6, 2});
+  CHECK(r1.indices() == std::vector<std::uint64_t>{1, 7, 3});
+}
+
+TEMPLATE_TEST_CASE("DistributedSampler chains 8 -> 3 -> 5 ranks read each sample exactly once", "[resume][elastic]",
+                   FeistelPermutation, TorchRandperm) {
+  SplitMix64 rng(11);
+  for (int trial = 0; trial < 150; ++trial) {
+    const std::uint64_t n = 1 + rng() % 300;
+    const Tail tail = static_cast<Tail>(trial % 3);
+    CAPTURE(trial, n, distsampler::to_string(tail));
+    distributed_chain<TestType>(n, {8, 3, 5}, tail, rng);
+    distributed_chain<TestType>(n, {1, 7, 2, 2, 4}, tail, rng);
+  }
+}
+
+TEMPLATE_TEST_CASE("Batch sampler chains across world, accumulation and worker changes read each sample once",
+                   "[resume][elastic][batch]", FeistelPermutation, TorchRandperm) {
+  SplitMix64 rng(5);
+  // 8 -> 3 -> 5 ranks and workers 2 -> 4 with a changing global batch (16 -> 12 -> 15) ...
+  const std::vector<Shape> changing{{8, 2, 1, 2}, {3, 2, 2, 4}, {5, 1, 3, 4}};
+  // ... and with a constant global batch of 24.
+  const std::vector<Shape> constant{{8, 3, 1, 2}, {3, 2, 4, 4}, {4, 3, 2, 1}, {1, 3, 8, 3}};
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::uint64_t n = 1 + rng() % 400;
+    const Tail tail = static_cast<Tail>(trial % 3);
+    CAPTURE(trial, n, distsampler::to_string(tail));
+    batch_chain<TestType>(n, changing, tail, rng);
+    batch_chain<TestType>(n, constant, tail, rng);
+  }
+}
+
+TEMPLATE_TEST_CASE("With a constant global batch, a resumed run continues the uninterrupted run's steps",
+                   "[resume][elastic][batch]", FeistelPermutation, TorchRandperm) {
+  const Tail tail = GENERATE(Tail::drop, Tail::pad, Tail::uneven);
+  BatchSamplerOptions o;
+  o.seed = 77;
+  o.tail = tail;
+  const std::uint64_t n = 1000;
+  DistributedBatchSampler<TestType> original(n, 3, World(5, 8), 1, o);  // G = 24
+  original.set_epoch(2);
+  for (std::uint64_t stop = 0; stop <= original.num_steps(); stop += 7) {
+    const auto saved = SamplerState::from_text(original.state(stop).to_text());
+    DistributedBatchSampler<TestType> resumed(n, 3, World(1, 2), 4, o);  // G = 24 on 2 ranks
+    resumed.resume(saved);
+    CAPTURE(stop);
+    REQUIRE(resumed.num_steps() == original.num_steps() - stop);
+    for (std::uint64_t t = 0; t < resumed.num_steps(); ++t) {
+      CHECK(resumed.global_batch(t) == original.global_batch(stop + t));
+    }
+  }
+}
+
+TEST_CASE("A resumed sampler returns to full epochs with set_epoch", "[resume][epoch]") {
+  BatchSamplerOptions o;
+  o.seed = 1;
+  o.epoch_mode = distsampler::EpochMode::auto_advance;
+  DistributedBatchSampler<> s(100, 2, World(0, 2), 1, o);  // G = 4: 25 steps
+  s.resume(s.state(10));
+  CHECK(s.num_steps() == 15);
+  std::uint64_t passes[2] = {0, 0};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto step : s) {
+      (void)step;
+      ++passes[pass];
+    }
+  }
+  CHECK(passes[0] == 15);  // the rest of the resumed epoch 0
+  CHECK(passes[1] == 25);  // then all of epoch 1
+  CHECK(s.epoch() == 1);
+  CHECK(s.start() == 0);
+
+  ResumedDistributedSampler<> d(100, World(0, 4), {true, 1, Tail::pad});
+  d.resume(d.state(5));
+  CHECK(d.size() == 20);
+  d.set_epoch(0);
+  CHECK(d.size() == 25);
+}
+
+TEST_CASE("Mismatched states are refused with a message naming the difference", "[resume][errors]") {
+  BatchSamplerOptions o;
+  o.seed = 42;
+  DistributedBatchSampler<> feistel(1000, 4, World(0, 2), 2, o);
+  DistributedBatchSampler<TorchRandperm> torch(1000, 4, World(0, 2), 2, o);
+  const auto hex = [](std::uint64_t v) { return distsampler::detail::hex64(v); };
+  const SamplerState saved = feistel.state(3);
+  const std::string prints = "state fingerprint " + hex(saved.fingerprint) + ", expected " + hex(torch.key().fingerprint());
+  CHECK_THROWS_WITH(torch.resume(saved),
+                    "DistributedBatchSampler: engine differs (state was saved with engine=feistel, this sampler has "
+                    "engine=torch-v2.7; " + prints + ")");
+
+  DistributedBatchSampler<> other_size(999, 4, World(0, 2), 2, o);
+  CHECK_THROWS_WITH(other_size.resume(saved),
+                    "DistributedBatchSampler: dataset_size differs (state has 1000, this sampler has 999; "
+                    "state fingerprint " + hex(saved.fingerprint) + ", expected " +
+                        hex(other_size.key().fingerprint()) + ")");
+  CHECK(other_size.start() == 0);
+
+  o.seed = 43;
+  DistributedBatchSampler<> other_seed(1000, 4, World(0, 2), 2, o);
+  CHECK_THROWS_WITH(other_seed.resume(saved),
+                    "DistributedBatchSampler: seed differs (state has 42, this sampler has 43; state fingerprint " +
+                        hex(saved.fingerprint) + ", expected " + hex(other_seed.key().fingerprint()) + ")");
+
+  o.seed = 42;
+  o.tail = Tail::pad;
+  DistributedBatchSampler<> other_tail(1000, 4, World(0, 2), 2, o);
+  CHECK_THROWS_WITH(other_tail.resume(saved),
+                    "DistributedBatchSampler: tail differs (state was saved with tail=drop, this sampler has "
+                    "tail=pad; state fingerprint " + hex(saved.fingerprint) + ", expected " +
+                        hex(other_tail.key().fingerprint()) + ")");
+
+  DistributedSampler<> plain(1000, World(0, 2), {true, 42, Tail::drop});
+  const SamplerState plain_state = distsampler::make_state(plain, 10);
+  CHECK_THROWS_WITH(feistel.resume(plain_state),
+                    "DistributedBatchSampler: sampler differs (state was saved with sampler=distributed, this "
+                    "sampler has sampler=batch; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
+                        hex(feistel.key().fingerprint()) + ")");
+  CHECK_THROWS_WITH(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}, plain_state),
+                    "ResumedDistributedSampler: shuffle differs (state was saved with shuffle=true, this sampler has "
+                    "shuffle=false; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
+                        hex(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}).key().fingerprint()) +
+                        ")");
+  CHECK_NOTHROW(ResumedDistributedSampler<>(1000, World(2, 3), {true, 42, Tail::drop}, plain_state));
+
+  CHECK_THROWS_WITH(distsampler::make_state(plain, 501),
+                    "make_state: samples_done 501 exceeds the samples per rank 500 (expected 0..500)");
+  const ResumedDistributedSampler<> resumed(1000, World(0, 3), {true, 42, Tail::pad});
+  CHECK_THROWS_WITH(resumed.state(335),
+                    "ResumedDistributedSampler::state: samples_done 335 exceeds the samples per rank 334 (expected "
+                    "0..334)");
+  CHECK_THROWS_WITH(resumed[334], "ResumedDistributedSampler::operator[]: position 334 is out of range for size 334");
+}

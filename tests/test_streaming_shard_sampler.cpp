@@ -1,0 +1,442 @@
+// Tests of StreamingShardSampler: disjoint, covering, balanced, local, hardware-independent and exactly-once on resume.
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/verify.hpp>
+
+namespace {
+
+using distsampler::PartitionChecker;
+using distsampler::SamplerState;
+using distsampler::ShardRange;
+using distsampler::ShardSample;
+using distsampler::ShardSamplerOptions;
+using distsampler::StreamingShardSampler;
+using distsampler::Tail;
+using distsampler::World;
+
+// A small deterministic generator for test layouts (never std distributions).
+struct TestRng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    state += 0x9e3779b97f4a7c15u;
+    return distsampler::detail::mix64(state);
+  }
+  std::uint64_t below(std::uint64_t bound) { return distsampler::detail::mulhi64(next(), bound); }
+};
+
+std::vector<std::uint64_t> random_sizes(TestRng& rng, std::uint64_t max_shards, std::uint64_t max_size) {
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(rng.below(max_shards + 1)));
+  for (auto& s : sizes) s = rng.below(4) == 0 ? 0 : rng.below(max_size + 1);
+  return sizes;
+}
+
+// One sampler per rank.
+std::vector<StreamingShardSampler> make_ranks(const std::vector<std::uint64_t>& sizes, std::uint64_t world_size,
+                                              std::uint64_t workers, const ShardSamplerOptions& options,
+                                              std::uint64_t epoch) {
+  std::vector<StreamingShardSampler> ranks;
+  for (std::uint64_t r = 0; r < world_size; ++r) {
+    ranks.emplace_back(sizes, World(r, world_size), workers, options);
+    ranks.back().set_epoch(epoch);
+  }
+  return ranks;
+}
+
+// Checks that the read plan of one worker, replayed, yields exactly its stream: ranges
+// start in plan order, each is read in increasing consecutive offsets, and no more
+// than max_open_shards ranges are open at once. Returns the most ranges open at once.
+std::uint64_t check_plan_against_stream(const StreamingShardSampler& s, std::uint64_t worker) {
+  const auto plan = s.read_plan(worker);
+  std::uint64_t total = 0;
+  for (const auto& r : plan) total += r.end - r.begin;
+  REQUIRE(total == s.worker_size(worker));
+  // Replay: a slot must be the first record of the next unstarted range, or the next
+  // record of an already started, unfinished range.
+  std::vector<std::uint64_t> next(plan.size()), remaining(plan.size());
+  for (std::size_t r = 0; r < plan.size(); ++r) {
+    next[r] = plan[r].begin;
+    remaining[r] = plan[r].end - plan[r].begin;
+  }
+  std::size_t started = 0;
+  std::uint64_t open = 0, max_open = 0;
+  for (std::uint64_t i = 0; i < total; ++i) {
+    const ShardSample x = s.sample(worker, i);
+    std::size_t hit = SIZE_MAX;
+    if (started < plan.size() && plan[started].first_sample == i) {
+      hit = started++;
+      ++open;
+      max_open = std::max(max_open, open);
+    } else {
+      for (std::size_t r = 0; r < started; ++r) {
+        if (remaining[r] != 0 && plan[r].shard == x.shard && next[r] == x.offset) {
+          hit = r;
+          break;
+        }
+      }
+    }
+    INFO("worker " << worker << " slot " << i << " shard " << x.shard << " offset " << x.offset);
+    REQUIRE(hit != SIZE_MAX);
+    REQUIRE(plan[hit].shard == x.shard);
+    REQUIRE(next[hit] == x.offset);
+    ++next[hit];
+    if (--remaining[hit] == 0) --open;
+  }
+  CHECK(started == plan.size());
+  CHECK(max_open <= s.max_open_shards());
+  return max_open;
+}
+
+// Checks disjoint/covering/balanced of one segment over every consumer, per rank and per worker slot.
+void check_segment(const std::vector<StreamingShardSampler>& ranks) {
+  const auto& s0 = ranks.front();
+  const std::uint64_t w = s0.world().world_size, workers = s0.num_workers(), k_all = s0.consumers();
+  const Tail tail = s0.options().tail;
+  PartitionChecker checker(s0.dataset_size(), k_all, tail);
+  std::vector<std::uint64_t> rank_sizes;
+  for (const auto& s : ranks) {
+    rank_sizes.push_back(s.size());
+    for (std::uint64_t wk = 0; wk < workers; ++wk) {
+      for (const ShardSample x : s.stream(wk)) {
+        REQUIRE(x.shard < s.num_shards());
+        REQUIRE(x.offset < s.shard_sizes()[static_cast<std::size_t>(x.shard)]);
+        checker.add(s.consumer(wk), x.index, x.is_padding);
+      }
+    }
+  }
+  const auto report = checker.finish();
+  INFO(report.summary());
+  CHECK(report.ok());
+  // Ranks: equal sizes, uneven within one. Worker slots: equal on every rank.
+  const auto [lo, hi] = std::minmax_element(rank_sizes.begin(), rank_sizes.end());
+  CHECK(*hi - *lo <= (tail == Tail::uneven ? 1u : 0u));
+  if (tail != Tail::uneven) {
+    for (std::uint64_t wk = 0; wk < workers; ++wk) {
+      for (const auto& s : ranks) CHECK(s.worker_size(wk) == ranks.front().worker_size(wk));
+    }
+  }
+  (void)w;
+}
+
+ShardSamplerOptions small_options(std::uint64_t variant, Tail tail, std::uint64_t seed) {
+  ShardSamplerOptions o;
+  o.seed = seed;
+  o.tail = tail;
+  switch (variant % 4) {
+    case 0: o.canonical_streams = 1; o.max_open_shards = 1; o.run_length = 1; break;
+    case 1: o.canonical_streams = 4; o.max_open_shards = 2; o.run_length = 2; break;
+    case 2: o.canonical_streams = 3; o.max_open_shards = 3; o.run_length = 1; break;
+    default: o.canonical_streams = 5; o.max_open_shards = 2; o.run_length = 3; o.shuffle = variant % 8 != 3; break;
+  }
+  return o;
+}
+
+// The resumable points of a segment (see StreamingShardSampler::state).
+std::vector<std::uint64_t> resumable_points(const StreamingShardSampler& s) {
+  const std::uint64_t r = s.dataset_size() - s.start(), k = s.consumers(), even = r / k, b = s.block_size();
+  std::vector<std::uint64_t> points;
+  for (std::uint64_t d = 0; d + b <= even; d += b) points.push_back(d);
+  points.push_back((even / b) * b);
+  points.push_back(even);
+  if (r % k != 0 && s.options().tail != Tail::drop) points.push_back(even + 1);
+  return points;
+}
+
+}  // namespace
+
+TEST_CASE("small shard layouts are disjoint, covering and balanced for every world, worker count and tail",
+          "[shards]") {
+  TestRng rng{12345};
+  for (int layout = 0; layout < 24; ++layout) {
+    const auto sizes = random_sizes(rng, 7, 9);
+    for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+      for (std::uint64_t w = 1; w <= 6; ++w) {
+        for (std::uint64_t workers = 1; workers <= 3; ++workers) {
+          const auto options = small_options(static_cast<std::uint64_t>(layout) + w, tail, rng.next());
+          INFO("layout " << layout << " shards " << sizes.size() << " W " << w << " workers " << workers
+                         << " tail " << distsampler::to_string(tail) << " streams " << options.canonical_streams);
+          const auto ranks = make_ranks(sizes, w, workers, options, static_cast<std::uint64_t>(layout % 3));
+          check_segment(ranks);
+          for (const auto& s : ranks) {
+            for (std::uint64_t wk = 0; wk < workers; ++wk) check_plan_against_stream(s, wk);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fewer shards than consumers and wildly unequal shards still balance", "[shards]") {
+  SECTION("three shards, eighteen consumers") {
+    for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+      ShardSamplerOptions o;
+      o.tail = tail;
+      o.seed = 7;
+      check_segment(make_ranks({5, 0, 40}, 6, 3, o, 2));
+    }
+  }
+  SECTION("one shard of 10^6 and a thousand of 10") {
+    std::vector<std::uint64_t> sizes(1000, 10);
+    sizes.insert(sizes.begin() + 500, 1000000);
+    ShardSamplerOptions o;
+    o.seed = 2024;
+    const auto ranks = make_ranks(sizes, 4, 2, o, 5);
+    check_segment(ranks);
+    CHECK(ranks[0].size() == ranks[3].size());
+    const auto opened = check_plan_against_stream(ranks[1], 1);
+    CHECK(opened == o.max_open_shards);
+  }
+}
+
+TEST_CASE("seeded large layouts keep every promise", "[shards]") {
+  TestRng rng{99};
+  for (int round = 0; round < 4; ++round) {
+    auto sizes = random_sizes(rng, 400, 700);
+    ShardSamplerOptions o;
+    o.seed = rng.next();
+    o.tail = round % 3 == 0 ? Tail::pad : round % 3 == 1 ? Tail::drop : Tail::uneven;
+    o.canonical_streams = 1 + rng.below(70);
+    o.max_open_shards = 1 + rng.below(std::min<std::uint64_t>(o.canonical_streams, 12));
+    o.run_length = 1 + rng.below(16);
+    const std::uint64_t w = 1 + rng.below(8), workers = 1 + rng.below(4);
+    INFO("round " << round << " W " << w << " workers " << workers);
+    const auto ranks = make_ranks(sizes, w, workers, o, rng.next());
+    check_segment(ranks);
+    check_plan_against_stream(ranks.back(), workers - 1);
+  }
+}
+
+TEST_CASE("the global order depends on seed, epoch, shard sizes and options, not on world or workers", "[shards]") {
+  TestRng rng{4242};
+  const auto sizes = random_sizes(rng, 30, 40);
+  ShardSamplerOptions o;
+  o.seed = 11;
+  o.canonical_streams = 6;
+  o.max_open_shards = 3;
+  o.run_length = 2;
+  StreamingShardSampler single(sizes, World(), 1, o);
+  single.set_epoch(3);
+  const std::uint64_t n = single.dataset_size();
+  std::vector<std::uint64_t> order;
+  for (std::uint64_t p = 0; p < n; ++p) order.push_back(single.at_global(p).index);
+  {
+    auto sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::uint64_t p = 0; p < n; ++p) REQUIRE(sorted[static_cast<std::size_t>(p)] == p);
+  }
+  for (std::uint64_t w = 1; w <= 5; ++w) {
+    for (std::uint64_t workers = 1; workers <= 3; ++workers) {
+      const auto ranks = make_ranks(sizes, w, workers, o, 3);
+      for (std::uint64_t p = 0; p < n; ++p) REQUIRE(ranks.back().at_global(p).index == order[static_cast<std::size_t>(p)]);
+      // At every resumable point, the consumers together have read exactly a prefix of it.
+      for (const std::uint64_t done : resumable_points(ranks.front())) {
+        std::set<std::uint64_t> read;
+        for (const auto& s : ranks) {
+          for (std::uint64_t wk = 0; wk < workers; ++wk) {
+            for (std::uint64_t i = 0; i < std::min(done, s.worker_size(wk)); ++i) {
+              const auto x = s.sample(wk, i);
+              if (!x.is_padding) read.insert(x.index);
+            }
+          }
+        }
+        const std::uint64_t consumed = ranks.front().state(done).consumed;
+        INFO("W " << w << " workers " << workers << " done " << done << " consumed " << consumed);
+        REQUIRE(read.size() == consumed);
+        for (std::uint64_t p = 0; p < consumed; ++p) REQUIRE(read.count(order[static_cast<std::size_t>(p)]) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("shard order and within-shard order change every epoch", "[shards]") {
+  std::vector<std::uint64_t> sizes(50, 20);
+  StreamingShardSampler s(sizes, World(), 1, {});
+  std::vector<std::vector<std::uint64_t>> orders;
+  for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
+    s.set_epoch(epoch);
+    std::vector<std::uint64_t> order;
+    for (const auto x : s.stream(0)) order.push_back(x.index);
+    orders.push_back(order);
+  }
+  for (std::size_t a = 0; a < orders.size(); ++a) {
+    for (std::size_t b = a + 1; b < orders.size(); ++b) {
+      std::uint64_t same = 0;
+      for (std::size_t i = 0; i < orders[a].size(); ++i) same += orders[a][i] == orders[b][i] ? 1u : 0u;
+      CHECK(same < orders[a].size() / 20);
+    }
+  }
+  // The first record read of a shard is not always offset 0: the shard is rotated.
+  std::uint64_t nonzero_starts = 0;
+  for (const auto& r : s.read_plan(0)) nonzero_starts += r.begin != 0 ? 1u : 0u;
+  CHECK(nonzero_starts > 20);
+  // Same seed and epoch: identical stream (deterministic); another seed: different.
+  ShardSamplerOptions other;
+  other.seed = 1;
+  StreamingShardSampler t(sizes, World(), 1, other);
+  t.set_epoch(3);
+  StreamingShardSampler u(sizes, World(), 1, {});
+  u.set_epoch(3);
+  std::uint64_t same_seed = 0, other_seed = 0;
+  for (std::uint64_t i = 0; i < s.worker_size(0); ++i) {
+    same_seed += u.sample(0, i) == s.sample(0, i) ? 1u : 0u;
+    other_seed += t.sample(0, i) == s.sample(0, i) ? 1u : 0u;
+  }
+  CHECK(same_seed == s.worker_size(0));
+  CHECK(other_seed < 100);
+}
+
+TEST_CASE("resuming at random points with other world sizes and worker counts reads each sample exactly once",
+          "[shards][resume]") {
+  TestRng rng{777};
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto sizes = random_sizes(rng, 12, 30);
+    const Tail tail = trial % 3 == 0 ? Tail::pad : trial % 3 == 1 ? Tail::drop : Tail::uneven;
+    auto options = small_options(static_cast<std::uint64_t>(trial), tail, rng.next());
+    const std::uint64_t epoch = rng.below(5);
+    std::uint64_t n = 0;
+    for (auto s : sizes) n += s;
+    std::vector<std::uint64_t> reads(static_cast<std::size_t>(n), 0);
+    std::string saved;
+    std::uint64_t last_dropped = 0;
+    const int segments = 1 + static_cast<int>(rng.below(4));
+    for (int seg = 0; seg < segments; ++seg) {
+      const std::uint64_t w = 1 + rng.below(6), workers = 1 + rng.below(3);
+      std::vector<StreamingShardSampler> ranks;
+      for (std::uint64_t r = 0; r < w; ++r) {
+        ranks.emplace_back(sizes, World(r, w), workers, options);
+        if (saved.empty()) {
+          ranks.back().set_epoch(epoch);
+        } else {
+          ranks.back().load_state(SamplerState::from_text(saved));
+        }
+      }
+      const bool final_segment = seg + 1 == segments;
+      const auto points = resumable_points(ranks.front());
+      const std::uint64_t done = final_segment ? points.back() : points[static_cast<std::size_t>(rng.below(points.size()))];
+      for (const auto& s : ranks) {
+        for (std::uint64_t wk = 0; wk < workers; ++wk) {
+          for (std::uint64_t i = 0; i < std::min(done, s.worker_size(wk)); ++i) {
+            const auto x = s.sample(wk, i);
+            if (!x.is_padding) ++reads[static_cast<std::size_t>(x.index)];
+          }
+        }
+      }
+      const SamplerState state = ranks[static_cast<std::size_t>(rng.below(w))].state(done);
+      CHECK(state.epoch == epoch);
+      saved = state.to_text();
+      const std::uint64_t r = n - ranks.front().start();
+      last_dropped = tail == Tail::drop ? r % ranks.front().consumers() : 0;
+    }
+    INFO("trial " << trial << " n " << n << " tail " << distsampler::to_string(tail));
+    std::uint64_t missing = 0;
+    for (const auto c : reads) {
+      REQUIRE(c <= 1);
+      missing += c == 0 ? 1u : 0u;
+    }
+    CHECK(missing == last_dropped);
+  }
+}
+
+TEST_CASE("saved state round-trips and is rejected by another layout or option set", "[shards][resume]") {
+  ShardSamplerOptions o;
+  o.run_length = 2;
+  o.max_open_shards = 2;
+  o.canonical_streams = 4;
+  StreamingShardSampler s({100, 50, 0, 70}, World(1, 2), 2, o);
+  s.set_epoch(4);
+  const SamplerState st = s.state(8);
+  CHECK(st.consumed == 8 * 4);
+  const auto bytes = st.to_bytes();
+  StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), 1, o);
+  t.load_state(SamplerState::from_bytes(bytes.data(), bytes.size()));
+  CHECK(t.epoch() == 4);
+  CHECK(t.start() == 32);
+  StreamingShardSampler other_layout({100, 50, 70, 0}, World(), 1, o);
+  CHECK_THROWS_AS(other_layout.load_state(st), distsampler::state_error);
+  auto o2 = o;
+  o2.run_length = 3;
+  StreamingShardSampler other_options({100, 50, 0, 70}, World(), 1, o2);
+  CHECK_THROWS_AS(other_options.load_state(st), distsampler::state_error);
+  auto o3 = o;
+  o3.shuffle = false;
+  StreamingShardSampler unshuffled({100, 50, 0, 70}, World(), 1, o3);
+  CHECK_THROWS_AS(unshuffled.load_state(st), distsampler::state_error);
+  CHECK_THROWS_WITH(s.state(3),
+                    "StreamingShardSampler::state: samples_done 3 is not a resumable point (expected a multiple "
+                    "of block_size up to 52, or 55, or 55)");
+}
+
+TEST_CASE("totals up to 2^64 - 1 are accepted and larger ones rejected", "[shards]") {
+  const std::uint64_t max = UINT64_MAX;
+  StreamingShardSampler big({max - 5, 5}, World(3, 4), 2, {});
+  CHECK(big.dataset_size() == max);
+  CHECK(big.worker_size(1) == max / 8 + 1);
+  const auto x = big.sample(1, big.worker_size(1) - 1);
+  CHECK(x.index == (x.shard == 0 ? x.offset : max - 5 + x.offset));
+  const auto y = big.sample(0, 123456789);
+  CHECK(y.offset < (y.shard == 0 ? max - 5 : 5));
+  CHECK_THROWS_WITH(StreamingShardSampler({max, 1}, World(), 1, {}),
+                    "StreamingShardSampler: total samples overflow 64 bits at shard 1 (size 1 after "
+                    "18446744073709551615; expected a sum <= 18446744073709551615)");
+}
+
+TEST_CASE("bad configuration throws config_error naming the parameter", "[shards][errors]") {
+  const std::vector<std::uint64_t> sizes{3, 4};
+  auto with = [](auto change) {
+    ShardSamplerOptions o;
+    change(o);
+    return o;
+  };
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 0, {}),
+                    "StreamingShardSampler: num_workers is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(1, 2), UINT64_MAX, {}),
+                    "StreamingShardSampler: world_size 2 * num_workers 18446744073709551615 overflows 64 bits "
+                    "(expected a product <= 18446744073709551615)");
+  {
+    World w;
+    w.rank = 2;
+    w.world_size = 2;
+    CHECK_THROWS_WITH(StreamingShardSampler(sizes, w, 1, {}),
+                      "StreamingShardSampler: rank 2 is out of range for world_size 2 (expected 0..1)");
+  }
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.tail = static_cast<Tail>(7); })),
+                    "StreamingShardSampler: tail 7 is not a Tail (expected pad, drop or uneven)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.canonical_streams = 0; })),
+                    "StreamingShardSampler: canonical_streams is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.max_open_shards = 0; })),
+                    "StreamingShardSampler: max_open_shards is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.run_length = 0; })),
+                    "StreamingShardSampler: run_length is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.max_open_shards = 65; })),
+                    "StreamingShardSampler: max_open_shards 65 exceeds canonical_streams 64 (expected "
+                    "max_open_shards <= canonical_streams)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.run_length = UINT64_MAX; })),
+                    "StreamingShardSampler: max_open_shards 8 * run_length 18446744073709551615 overflows 64 bits "
+                    "(expected a block size <= 18446744073709551615)");
+  StreamingShardSampler s(sizes, World(), 2, {});
+  CHECK_THROWS_WITH(s.worker_size(2), "StreamingShardSampler: worker 2 is out of range for num_workers 2 (expected 0..1)");
+  CHECK_THROWS_AS(s.sample(0, 100), std::out_of_range);
+  CHECK_THROWS_AS(distsampler::StreamingShardSampler(sizes, World(), 0, {}), distsampler::config_error);
+}
+
+TEST_CASE("an empty dataset and empty shards give empty, valid streams", "[shards]") {
+  for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+    ShardSamplerOptions o;
+    o.tail = tail;
+    const auto ranks = make_ranks({0, 0, 0}, 3, 2, o, 0);
+    for (const auto& s : ranks) CHECK(s.size() == 0);
+    check_segment(ranks);
+    CHECK(ranks[0].state(0).consumed == 0);
+    StreamingShardSampler none({}, World(), 1, o);
+    CHECK(none.size() == 0);
+    CHECK(none.read_plan(0).empty());
+  }
+}
