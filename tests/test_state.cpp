@@ -245,7 +245,7 @@ TEST_CASE("Random corruption of either form never crashes and throws only state_
         }
         default: t.resize(rng() % (t.size() + 1)); break;
       }
-      if (t.empty()) t = "d";
+      if (t.empty()) t.push_back('d');
       b[rng() % b.size()] = static_cast<std::uint8_t>(rng());
       if (rng() % 8 == 0) b.resize(rng() % (b.size() + 1));
       if (b.empty()) b.push_back(static_cast<std::uint8_t>(rng()));

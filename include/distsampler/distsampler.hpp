@@ -9,6 +9,7 @@
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
+#include "streaming_shard_sampler.hpp"
 #include "verify.hpp"
 #include "version.hpp"
 #include "world.hpp"

@@ -28,9 +28,10 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///    >= n, computed with integers, so 2^k + 1 is never lost), halves of ceil(b/2) and
 ///    floor(b/2) bits, with cycle walking (re-encrypt until the value is < n; under 2
 ///    encryptions on average, since 2^b < 2n). Each round is
-///    `half ^= ((other ^ a_i) * m_i) >> (64 - width(half))`, the top bits of a 64-bit
-///    product with a per-round key a_i and odd multiplier m_i. 8 rounds when b >= 9,
-///    16 rounds for 17 <= n <= 256 (short halves need more rounds to mix).
+///    `half ^= ((other + a_i) * m_i) >> (64 - width(half))`: the top bits of a 64-bit
+///    multiply-add (Dietzfelbinger's multiply-add-shift hash, near-pairwise-independent
+///    over the keys) with a per-round key a_i and odd multiplier m_i. 8 rounds when
+///    b >= 9, 16 rounds for 17 <= n <= 256 (short halves need more rounds to mix).
 ///
 /// Quality: passes position-uniformity, pairwise-order, epoch-independence, adjacent-
 /// output and per-rank-spread tests against a true Fisher-Yates shuffle (docs/QUALITY.md).
@@ -99,7 +100,8 @@ class FeistelPermutation {
 
   /// The dataset index at `position`. Precondition: position < size(); otherwise
   /// `position` itself is returned (a value >= size(), never undefined behaviour).
-  /// O(1): one encryption, under two on average with cycle walking; no allocation.
+  /// Expected O(1): fewer than two encryptions on average (cycle walking needs k or
+  /// more with probability below 2^(1-k)); no allocation.
   [[nodiscard]] constexpr std::uint64_t operator()(std::uint64_t position) const noexcept {
     if (position >= n_) return position;
     if (rounds_ == 0) return nibble(forward_table_, position);

@@ -1,0 +1,162 @@
+// distsampler libtorch adapter (opt-in): DistributedSampler as a torch::data sampler, seeded, resumable and reshuffling through make_data_loader.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_TORCH_HPP
+#define DISTSAMPLER_TORCH_HPP
+
+#include <torch/data/samplers/base.h>
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distsampler.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// How a TorchSampler's epoch moves.
+enum class TorchEpochMode {
+  /// Only set_epoch changes it (torch's behaviour, but set_epoch reaches the DataLoader's copy).
+  manual,
+  /// Every reset() after the first starts the next epoch, so a loop over
+  /// `*loader` reshuffles each pass even when set_epoch is forgotten.
+  advance_on_reset,
+};
+
+/// A libtorch sampler (`torch::data::samplers::Sampler<std::vector<size_t>>`) over
+/// `DistributedSampler<Permutation>`: a drop-in for `DistributedRandomSampler` with a
+/// seed, a platform-independent order (torch's own with `TorchRandperm`), every tail
+/// policy, O(1) memory with the default Feistel permutation, and an epoch that copies
+/// share.
+///
+/// `torch::data::make_data_loader` copies its sampler, so with libtorch's own samplers
+/// `set_epoch` on the caller's object no longer reaches the loader. Copies of a
+/// TorchSampler share one epoch counter: `sampler.set_epoch(e)` before `loader->begin()`
+/// takes effect in the loader's copy at its next reset(). Each copy keeps its own read
+/// position.
+///
+/// `next(k)` returns up to k indices of this rank (nullopt once the epoch is done).
+/// `save`/`load` write and read the epoch and position through torch's archives, with
+/// the dataset size, seed, options and world, and `load` throws state_error when they
+/// differ from this sampler's. Throws config_error from the constructor as
+/// DistributedSampler does. Not thread-safe per object (the loader calls it from one
+/// thread); the shared epoch is atomic.
+template <class Permutation = FeistelPermutation>
+class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+ public:
+  using BatchRequestType = std::vector<std::size_t>;
+
+  TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
+               TorchEpochMode mode = TorchEpochMode::manual, typename Permutation::options_type permutation = {})
+      : sampler_(dataset_size, world, options, permutation), shared_(std::make_shared<Shared>()), mode_(mode) {}
+
+  /// Selects the epoch for this object and every copy (the DataLoader's included); a copy
+  /// switches at its next reset(). Resets this object's position.
+  void set_epoch(std::uint64_t epoch) {
+    shared_->epoch.store(epoch);
+    sampler_.set_epoch(epoch);
+    position_ = 0;
+  }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
+  /// Indices of this rank already returned by next() in this epoch.
+  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
+  [[nodiscard]] const DistributedSampler<Permutation>& sampler() const noexcept { return sampler_; }
+
+  /// Starts a pass: picks up the shared epoch (advancing it first in advance_on_reset
+  /// mode, except on the very first reset) and rewinds. A new size rebuilds the sampler
+  /// for the same world and options.
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    if (mode_ == TorchEpochMode::advance_on_reset && shared_->started.exchange(true)) ++shared_->epoch;
+    if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
+      sampler_ = DistributedSampler<Permutation>(*new_size, sampler_.world(), sampler_.options(),
+                                                 sampler_.permutation_settings());
+    }
+    sampler_.set_epoch(shared_->epoch.load());
+    position_ = 0;
+  }
+
+  torch::optional<BatchRequestType> next(std::size_t batch_size) override {
+    sync_epoch();
+    if (position_ >= sampler_.size()) return torch::nullopt;
+    const std::uint64_t end = std::min<std::uint64_t>(sampler_.size(), position_ + batch_size);
+    BatchRequestType batch;
+    batch.reserve(static_cast<std::size_t>(end - position_));
+    for (; position_ < end; ++position_) batch.push_back(static_cast<std::size_t>(sampler_.get(position_)));
+    return batch;
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override {
+    const std::vector<std::uint64_t> fields = record(shared_->epoch.load(), position_);
+    std::vector<std::int64_t> words(fields.size());
+    std::memcpy(words.data(), fields.data(), fields.size() * sizeof(std::uint64_t));
+    archive.write(key, torch::tensor(words, torch::kInt64), /*is_buffer=*/true);
+  }
+
+  void load(torch::serialize::InputArchive& archive) override {
+    torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(field_count)}, torch::kInt64);
+    archive.read(key, tensor, /*is_buffer=*/true);
+    if (tensor.dim() != 1 || tensor.numel() != static_cast<std::int64_t>(field_count) ||
+        tensor.scalar_type() != torch::kInt64) {
+      detail::throw_state_error("TorchSampler::load: '" + std::string(key) + "' has " +
+                                std::to_string(tensor.numel()) + " values (expected " +
+                                std::to_string(field_count) + " int64 values)");
+    }
+    tensor = tensor.contiguous();
+    std::vector<std::uint64_t> saved(field_count);
+    std::memcpy(saved.data(), tensor.data_ptr<std::int64_t>(), field_count * sizeof(std::uint64_t));
+    const std::vector<std::uint64_t> mine = record(saved[7], saved[8]);
+    static const char* const names[7] = {"format version", "dataset_size", "seed", "shuffle", "tail", "world_size",
+                                         "rank"};
+    for (std::size_t f = 0; f < 7; ++f) {
+      if (saved[f] != mine[f]) {
+        detail::throw_state_error("TorchSampler::load: saved " + std::string(names[f]) + " " +
+                                  std::to_string(saved[f]) + " differs from this sampler's " +
+                                  std::to_string(mine[f]) + " (expected the same dataset, options and world)");
+      }
+    }
+    shared_->epoch.store(saved[7]);
+    shared_->started.store(true);
+    sampler_.set_epoch(saved[7]);
+    if (saved[8] > sampler_.size()) {
+      detail::throw_state_error("TorchSampler::load: saved position " + std::to_string(saved[8]) +
+                                " exceeds this rank's " + std::to_string(sampler_.size()) + " samples per epoch");
+    }
+    position_ = saved[8];
+  }
+
+ private:
+  static constexpr const char* key = "distsampler_state";
+  static constexpr std::size_t field_count = 9;
+  static constexpr std::uint64_t format_version = 1;
+
+  struct Shared {
+    std::atomic<std::uint64_t> epoch{0};
+    std::atomic<bool> started{false};
+  };
+
+  std::vector<std::uint64_t> record(std::uint64_t epoch, std::uint64_t position) const {
+    const SamplerOptions& o = sampler_.options();
+    return {format_version,       sampler_.dataset_size(), o.seed, o.shuffle ? 1u : 0u,
+            static_cast<std::uint64_t>(o.tail), sampler_.world_size(), sampler_.rank(), epoch, position};
+  }
+
+  // Another copy may have been given a new epoch; take it up at the start of a pass.
+  void sync_epoch() {
+    const std::uint64_t e = shared_->epoch.load();
+    if (e != sampler_.epoch() && position_ == 0) sampler_.set_epoch(e);
+  }
+
+  DistributedSampler<Permutation> sampler_;
+  std::shared_ptr<Shared> shared_;
+  TorchEpochMode mode_;
+  std::uint64_t position_ = 0;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_TORCH_HPP
