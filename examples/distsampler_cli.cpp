@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,11 @@ options:
   --tail pad|drop|uneven   pad = torch default, drop = torch drop_last, uneven = each index once
   --torch-generation v1|v2.7     torch's large-n randperm (default v2.7 = current torch)
   --per-rank-seed          (check) seed each rank with seed + rank, the classic bug, to see it fail
+  distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [--seed S] [--epoch E]
+                     [--tail pad|drop|uneven] [--max-open-shards M] [--ranges K]
+      print each consumer's (rank, worker) read plan: the shard ranges it reads, in order
+      (the first K, default 8); then check the whole epoch and print a verdict.
+      LIST is comma-separated sample counts; FILE has one count per line
 exit status: 0 ok, 1 a promise failed, 2 bad usage or configuration
 )";
 
@@ -68,15 +74,16 @@ std::uint64_t parse_seed(const std::string& text) {
 }
 
 Args parse(int argc, char** argv) {
-  if (argc < 2) throw UsageError{"missing command (expected indices or check)"};
+  if (argc < 2) throw UsageError{"missing command (expected indices, check or shards)"};
   Args args;
   args.command = argv[1];
-  if (args.command != "indices" && args.command != "check") {
-    throw UsageError{fmt::format("unknown command \"{}\" (expected indices or check)", args.command)};
+  if (args.command != "indices" && args.command != "check" && args.command != "shards") {
+    throw UsageError{fmt::format("unknown command \"{}\" (expected indices, check or shards)", args.command)};
   }
   static const std::vector<std::string> with_value = {"--size",    "--world", "--rank",  "--seed",
                                                       "--epoch",   "--shuffle", "--tail", "--count",
-                                                      "--torch-generation"};
+                                                      "--torch-generation", "--shard-sizes", "--workers",
+                                                      "--max-open-shards", "--ranges"};
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--per-rank-seed" && args.command == "check") {
@@ -206,11 +213,82 @@ int run_check(const Args& args) {
   return report.ok() ? 0 : 1;
 }
 
+std::vector<std::uint64_t> parse_shard_sizes(const std::string& spec) {
+  std::string text = spec;
+  if (spec.find_first_not_of("0123456789,") != std::string::npos) {
+    std::ifstream in(spec);
+    if (!in) throw UsageError{fmt::format("--shard-sizes \"{}\" is neither a comma-separated list nor a readable file", spec)};
+    text.clear();
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty()) text += (text.empty() ? "" : ",") + line;
+    }
+  }
+  std::vector<std::uint64_t> sizes;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    sizes.push_back(parse_u64("--shard-sizes", text.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return sizes;
+}
+
+int run_shards(const Args& args) {
+  for (const char* flag : {"--size", "--shuffle", "--count", "--torch-generation"}) {
+    if (get(args, flag)) throw UsageError{fmt::format("{} is not used by shards", flag)};
+  }
+  const auto sizes = parse_shard_sizes(require(args, "--shard-sizes"));
+  const std::uint64_t world_size = parse_u64("--world", require(args, "--world"));
+  const std::uint64_t workers = parse_u64("--workers", require(args, "--workers"));
+  ds::ShardSamplerOptions options;
+  if (auto s = get(args, "--seed")) options.seed = parse_seed(*s);
+  if (auto t = get(args, "--tail")) {
+    if (*t != "pad" && *t != "drop" && *t != "uneven") {
+      throw UsageError{fmt::format("--tail \"{}\" is unknown (expected pad, drop or uneven)", *t)};
+    }
+    options.tail = ds::parse_tail(*t);
+  }
+  if (auto m = get(args, "--max-open-shards")) options.max_open_shards = parse_u64("--max-open-shards", *m);
+  const std::uint64_t epoch = get(args, "--epoch") ? parse_u64("--epoch", *get(args, "--epoch")) : 0;
+  const std::uint64_t shown = get(args, "--ranges") ? parse_u64("--ranges", *get(args, "--ranges")) : 8;
+  std::optional<std::uint64_t> only_rank;
+  if (auto r = get(args, "--rank")) only_rank = parse_u64("--rank", *r);
+
+  std::optional<ds::PartitionChecker> checker;
+  for (std::uint64_t r = 0; r < world_size; ++r) {
+    ds::StreamingShardSampler sampler(sizes, ds::World(r, world_size), workers, options);
+    sampler.set_epoch(epoch);
+    if (!checker) {
+      checker.emplace(sampler.dataset_size(), world_size * workers, options.tail);
+      fmt::print("{} shards, {} samples; world_size {} x {} workers; seed {} epoch {} tail {}; at most {} shards "
+                 "open per consumer\n",
+                 sizes.size(), sampler.dataset_size(), world_size, workers, options.seed, epoch, options.tail,
+                 sampler.max_open_shards());
+    }
+    for (std::uint64_t w = 0; w < workers; ++w) {
+      for (const auto& sample : sampler.stream(w)) checker->add(sampler.consumer(w), sample.index, sample.is_padding);
+      if (only_rank && *only_rank != r) continue;
+      const auto plan = sampler.read_plan(w);
+      std::string text;
+      for (std::size_t k = 0; k < plan.size() && k < shown; ++k) {
+        fmt::format_to(std::back_inserter(text), "{}{}[{},{})", k ? " " : "", plan[k].shard, plan[k].begin, plan[k].end);
+      }
+      if (plan.size() > shown) text += fmt::format(" ... ({} ranges)", plan.size());
+      fmt::print("rank {} worker {}: {} samples: {}\n", r, w, sampler.worker_size(w), text);
+    }
+  }
+  const auto report = checker->finish();
+  fmt::print("(ranges are shard[begin,end) of offsets)\n{}\n", report.summary());
+  return report.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const Args args = parse(argc, argv);
+    if (args.command == "shards") return run_shards(args);
     return args.command == "indices" ? run_indices(args) : run_check(args);
   } catch (const UsageError& e) {
     fmt::print(stderr, "distsampler: {}\n{}", e.message, usage_text);

@@ -45,6 +45,19 @@ expect 0 '^ok: N=1000 W=7 tail=drop counts 142..142 padding 0 duplicates 0 missi
 expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed
 expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed --shuffle torch
 
+# shards: per-consumer read plans and a verdict, from a list or a file of shard sizes.
+expect 0 '^ok: N=1142 W=4 tail=pad counts 286..286 padding 2 duplicates 0 missing 0' -- shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2
+expect 0 '^rank 1 worker 1: 286 samples: ' -- shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1
+sizes_file="$(mktemp)"
+printf '10\n1000000\n0\n7\n' >"$sizes_file"
+expect 0 '^ok: N=1000017 W=6 tail=drop' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --tail drop --epoch 2
+expect 0 'at most 2 shards open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --max-open-shards 2
+rm -f "$sizes_file"
+expect 2 '--shard-sizes "nope.txt" is neither a comma-separated list nor a readable file' -- shards --shard-sizes nope.txt --world 2 --workers 1
+expect 2 '--workers is required for shards' -- shards --shard-sizes 5,5 --world 2
+expect 2 '--size is not used by shards' -- shards --shard-sizes 5,5 --world 2 --workers 1 --size 10
+expect 2 'StreamingShardSampler: num_workers is 0' -- shards --shard-sizes 5,5 --world 2 --workers 0
+
 expect 2 'missing command' --
 expect 2 'unknown command "shuffle"' -- shuffle
 expect 2 'unknown flag "--wrld" for indices' -- indices --size 10 --wrld 3
