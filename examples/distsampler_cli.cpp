@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -36,6 +37,12 @@ options:
       print each consumer's (rank, worker) read plan: the shard ranges it reads, in order
       (the first K, default 8); then check the whole epoch and print a verdict.
       LIST is comma-separated sample counts; FILE has one count per line
+  distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [--resume STATE]
+                      [--steps S] [--seed S] [--epoch E] [--shuffle ...] [--tail ...]
+      print each step's micro-batches of rank R (of every rank without --rank), the first S steps
+      (default all); --resume continues from a state line printed by `state`. Tail defaults to drop
+  distsampler state --size N --world W --micro-batch B --accum K --step S [options]
+      print the one-line state after S steps (resumable on any world size)
 exit status: 0 ok, 1 a promise failed, 2 bad usage or configuration
 )";
 
@@ -74,16 +81,18 @@ std::uint64_t parse_seed(const std::string& text) {
 }
 
 Args parse(int argc, char** argv) {
-  if (argc < 2) throw UsageError{"missing command (expected indices, check or shards)"};
+  if (argc < 2) throw UsageError{"missing command (expected indices, check, shards, batches or state)"};
   Args args;
   args.command = argv[1];
-  if (args.command != "indices" && args.command != "check" && args.command != "shards") {
-    throw UsageError{fmt::format("unknown command \"{}\" (expected indices, check or shards)", args.command)};
+  const std::vector<std::string> commands = {"indices", "check", "shards", "batches", "state"};
+  if (std::find(commands.begin(), commands.end(), args.command) == commands.end()) {
+    throw UsageError{fmt::format("unknown command \"{}\" (expected indices, check, shards, batches or state)", args.command)};
   }
   static const std::vector<std::string> with_value = {"--size",    "--world", "--rank",  "--seed",
                                                       "--epoch",   "--shuffle", "--tail", "--count",
                                                       "--torch-generation", "--shard-sizes", "--workers",
-                                                      "--max-open-shards", "--ranges"};
+                                                      "--max-open-shards", "--ranges", "--micro-batch", "--accum",
+                                                      "--resume", "--steps", "--step"};
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--per-rank-seed" && args.command == "check") {
@@ -283,17 +292,86 @@ int run_shards(const Args& args) {
   return report.ok() ? 0 : 1;
 }
 
+// Calls f(batch sampler) for the engine and options the flags name.
+template <class F>
+void with_batch_sampler(const Args& args, const ds::World& world, F&& f) {
+  Config c = config_of(args);
+  if (!get(args, "--tail")) c.options.tail = ds::Tail::drop;  // the batch sampler's default
+  const std::uint64_t micro = parse_u64("--micro-batch", require(args, "--micro-batch"));
+  const std::uint64_t accum = parse_u64("--accum", require(args, "--accum"));
+  const ds::BatchSamplerOptions options{c.options.shuffle, c.options.seed, c.options.tail, ds::EpochMode::manual};
+  auto prepare = [&](auto& s) {
+    s.set_epoch(c.epoch);
+    if (auto text = get(args, "--resume")) s.resume(ds::SamplerState::from_text(*text));
+    f(s);
+  };
+  if (c.engine == "torch") {
+    ds::DistributedBatchSampler<ds::TorchRandperm> s(c.size, micro, world, accum, options, {c.generation});
+    prepare(s);
+  } else {
+    ds::DistributedBatchSampler<> s(c.size, micro, world, accum, options);
+    prepare(s);
+  }
+}
+
+int run_batches(const Args& args) {
+  const std::uint64_t world_size = parse_u64("--world", require(args, "--world"));
+  std::optional<std::uint64_t> steps;
+  if (auto v = get(args, "--steps")) steps = parse_u64("--steps", *v);
+  std::uint64_t first = 0, last = world_size;
+  if (auto r = get(args, "--rank")) {
+    first = parse_u64("--rank", *r);
+    last = first + 1;
+  }
+  for (std::uint64_t r = first; r < last; ++r) {
+    with_batch_sampler(args, ds::World(r, world_size), [&](const auto& s) {
+      if (r == first) {
+        fmt::print("global batch {} = micro-batch {} x world_size {} x accumulation {}; {} steps from position {} of "
+                   "epoch {}\n",
+                   s.global_batch_size(), s.micro_batch_size(), world_size, s.accumulation_steps(), s.num_steps(),
+                   s.start(), s.epoch());
+      }
+      const std::uint64_t n = steps ? std::min(*steps, s.num_steps()) : s.num_steps();
+      for (std::uint64_t step = 0; step < n; ++step) {
+        std::string line = fmt::format("step {} rank {}:", step, r);
+        for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+          line += " [";
+          const auto batch = s.micro_batch(step, k);
+          for (std::size_t e = 0; e < batch.size(); ++e) {
+            line += fmt::format("{}{}{}", e ? " " : "", batch[e], s.is_padding(step, k, e) ? "*" : "");
+          }
+          line += "]";
+        }
+        fmt::print("{}\n", line);
+      }
+    });
+  }
+  return 0;
+}
+
+int run_state(const Args& args) {
+  const std::uint64_t world_size = parse_u64("--world", require(args, "--world"));
+  const std::uint64_t step = parse_u64("--step", require(args, "--step"));
+  with_batch_sampler(args, ds::World(0, world_size), [&](const auto& s) { fmt::print("{}\n", s.state(step).to_text()); });
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const Args args = parse(argc, argv);
     if (args.command == "shards") return run_shards(args);
+    if (args.command == "batches") return run_batches(args);
+    if (args.command == "state") return run_state(args);
     return args.command == "indices" ? run_indices(args) : run_check(args);
   } catch (const UsageError& e) {
     fmt::print(stderr, "distsampler: {}\n{}", e.message, usage_text);
     return 2;
   } catch (const ds::config_error& e) {
+    fmt::print(stderr, "distsampler: {}\n", e.what());
+    return 2;
+  } catch (const ds::state_error& e) {
     fmt::print(stderr, "distsampler: {}\n", e.what());
     return 2;
   }
