@@ -76,6 +76,40 @@ void check_engine(const char* engine, bool shuffle, const ds::World& world) {
   }
 }
 
+// StreamingShardSampler with 2 workers per rank: every (rank, worker) stream gathered at rank 0.
+void check_shards(const ds::World& world) {
+  const std::vector<std::uint64_t> shards = {1000, 3, 0, 250, 7, 77, 4096, 1};
+  for (ds::Tail tail : {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven}) {
+    ds::ShardSamplerOptions options;
+    options.seed = 9;
+    options.tail = tail;
+    ds::StreamingShardSampler s(shards, world, 2, options);
+    s.set_epoch(1);
+    std::vector<std::uint64_t> mine;  // (consumer, index, padding) triples
+    for (std::uint64_t w = 0; w < 2; ++w) {
+      for (const auto& sample : s.stream(w)) {
+        mine.insert(mine.end(), {s.consumer(w), sample.index, sample.is_padding ? 1u : 0u});
+      }
+    }
+    const int count = static_cast<int>(mine.size());
+    std::vector<int> counts(world.world_size), offsets(world.world_size);
+    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      offsets[r] = total;
+      total += counts[r];
+    }
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
+    MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T, 0,
+                MPI_COMM_WORLD);
+    if (me != 0) continue;
+    ds::PartitionChecker checker(s.dataset_size(), s.consumers(), tail);
+    for (std::size_t at = 0; at + 2 < all.size(); at += 3) checker.add(all[at], all[at + 1], all[at + 2] != 0);
+    const auto report = checker.finish();
+    expect(report.ok(), "shards tail=" + std::string(ds::to_string(tail)) + ": " + report.summary());
+  }
+}
+
 template <class F>
 std::string error_of(F&& f) {
   try {
@@ -102,6 +136,7 @@ int main(int argc, char** argv) {
   check_engine<ds::FeistelPermutation>("feistel", true, world);
   check_engine<ds::TorchRandperm>("torch", true, world);
   check_engine<ds::FeistelPermutation>("none", false, world);
+  check_shards(world);
 
   const std::uint64_t n = 1000;
   // Broken: every rank seeds its own shuffle (42 + rank).
