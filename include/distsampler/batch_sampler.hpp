@@ -305,6 +305,13 @@ class DistributedBatchSampler {
     return position_at(step, k, world_.rank, e);
   }
 
+  /// The dataset index at `position` of this epoch's global order (position < N;
+  /// unchecked): what position(step, k, e) resolves to, and what a Tail::drop epoch
+  /// leaves unread past its last full step. O(1) with a random-access permutation.
+  [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
+    return options_.shuffle ? permutation_(position) : position;
+  }
+
   /// Every rank's indices of step s, in position order of the layout (round k, then rank,
   /// then element): what the whole job reads in that step. O(G); for checks and tools.
   [[nodiscard]] std::vector<std::uint64_t> global_batch(std::uint64_t step) const {

@@ -109,72 +109,99 @@ struct GuardReport {
   std::string message;               ///< "ok: ..." or what is wrong
 };
 
-/// The runtime overlap guard: proves that the ranks of `comm` together read every index
-/// of the epoch exactly once (padding excepted), or reports overlap or missing samples.
+/// The runtime overlap guard: proves that the ranks of a communicator together read
+/// every index of an epoch exactly once (padding excepted), or reports overlap or
+/// missing samples.
 ///
-/// Each rank reduces its read count and two order-independent 64-bit hash sums of its
-/// indices; it also hashes its 1/W block of [0, N), so the expected sums cost O(N/W) per
-/// rank like the epoch itself. Communication is one allreduce of a few integers. A
-/// duplicated or missing index changes both sums unless two independent 64-bit hashes
-/// collide, so a broken partition passes with probability about 2^-64. Under Tail::drop
-/// the dropped tail (fewer than W positions of the epoch's order) is subtracted.
-/// Collective over `comm`; throws config_error when an MPI call fails.
+/// Each rank feeds what it read (`read`, `padding`) and, for tail policies that leave
+/// samples unread on purpose, what it skipped (`skip`, on one rank only). `finish`
+/// reduces the read count and two order-independent 64-bit hash sums of the indices; each
+/// rank also hashes its 1/W block of [0, N), so the expected sums cost O(N/W) per rank,
+/// like the epoch itself. Communication is one allreduce of 8 integers. A duplicated or
+/// missing index changes both sums unless two independent 64-bit hashes collide, so a
+/// broken partition passes with probability about 2^-64.
+///
+/// O(1) memory; `read` is a few multiplications. Not thread-safe per object: give each
+/// loader thread its own guard and `merge` them before `finish`.
+class OverlapGuard {
+ public:
+  explicit OverlapGuard(std::uint64_t dataset_size) noexcept : n_(dataset_size) {}
+
+  void read(std::uint64_t index) noexcept {
+    ++local_[0];
+    local_[2] += detail::mix_a(index);
+    local_[3] += detail::mix_b(index);
+  }
+  void padding() noexcept { ++local_[1]; }
+  void skip(std::uint64_t index) noexcept {
+    ++local_[4];
+    local_[5] += detail::mix_a(index);
+    local_[6] += detail::mix_b(index);
+  }
+  void merge(const OverlapGuard& other) noexcept {
+    for (int i = 0; i < 7; ++i) local_[i] += other.local_[i];
+  }
+
+  /// Collective over `comm`: the verdict, identical on every rank. Throws config_error
+  /// when an MPI call fails.
+  [[nodiscard]] GuardReport finish(MPI_Comm comm = MPI_COMM_WORLD) const {
+    const World world = world_from(comm);
+    std::uint64_t local[9] = {};
+    for (int i = 0; i < 7; ++i) local[i] = local_[i];
+    const std::uint64_t w = world.world_size, r = world.rank;
+    const std::uint64_t begin = n_ / w * r + std::min(r, n_ % w);
+    const std::uint64_t end = begin + n_ / w + (r < n_ % w ? 1 : 0);
+    for (std::uint64_t index = begin; index < end; ++index) {
+      local[7] += detail::mix_a(index);
+      local[8] += detail::mix_b(index);
+    }
+    std::uint64_t total[9] = {};
+    detail::check(MPI_Allreduce(local, total, 9, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+    GuardReport report;
+    report.reads = total[0];
+    report.padding = total[1];
+    report.expected_reads = n_ - total[4];
+    const bool sums = total[2] + total[5] == total[7] && total[3] + total[6] == total[8];
+    report.ok = sums && report.reads == report.expected_reads;
+    const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
+                               " expected, " + std::to_string(report.padding) + " padding";
+    if (report.ok) {
+      report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
+    } else if (report.reads > report.expected_reads) {
+      report.message = "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
+    } else if (report.reads < report.expected_reads) {
+      report.message = "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
+    } else {
+      report.message = "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
+    }
+    return report;
+  }
+
+ private:
+  std::uint64_t n_;
+  // reads, padding, sum a, sum b, skipped, skipped sum a, skipped sum b
+  std::uint64_t local_[7] = {};
+};
+
+/// The overlap guard for one epoch of a DistributedSampler (or anything with its
+/// `dataset_size`, `size`, `operator[]`, `is_padding`, `options`, `world_size` and
+/// `index_at_position`): feeds this rank's reads, and on rank 0 the positions Tail::drop
+/// leaves unread, into an OverlapGuard. Collective over `comm`.
 template <class Sampler>
 [[nodiscard]] GuardReport guard_epoch(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
-  const World mpi_world = world_from(comm);
-  const std::uint64_t n = sampler.dataset_size();
-  // [0] reads, [1] padding, [2] sum a, [3] sum b, [4] expected sum a, [5] expected sum b
-  std::uint64_t local[6] = {0, 0, 0, 0, 0, 0};
+  OverlapGuard guard(sampler.dataset_size());
   for (std::uint64_t i = 0; i < sampler.size(); ++i) {
     if (sampler.is_padding(i)) {
-      ++local[1];
-      continue;
-    }
-    const std::uint64_t index = sampler[i];
-    ++local[0];
-    local[2] += detail::mix_a(index);
-    local[3] += detail::mix_b(index);
-  }
-  const std::uint64_t w = mpi_world.world_size, r = mpi_world.rank;
-  const std::uint64_t begin = n / w * r + std::min(r, n % w);
-  const std::uint64_t end = begin + n / w + (r < n % w ? 1 : 0);
-  for (std::uint64_t index = begin; index < end; ++index) {
-    local[4] += detail::mix_a(index);
-    local[5] += detail::mix_b(index);
-  }
-  std::uint64_t dropped = 0;
-  if (r == 0 && sampler.options().tail == Tail::drop) {
-    // The positions no rank reads: the last N mod W of the epoch's order.
-    const std::uint64_t kept = n - n % sampler.world_size();
-    for (std::uint64_t p = kept; p < n; ++p) {
-      const std::uint64_t index = sampler.index_at_position(p);
-      local[4] -= detail::mix_a(index);
-      local[5] -= detail::mix_b(index);
-      ++dropped;
+      guard.padding();
+    } else {
+      guard.read(sampler[i]);
     }
   }
-  std::uint64_t total[6] = {};
-  detail::check(MPI_Allreduce(local, total, 6, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
-  std::uint64_t all_dropped = 0;
-  detail::check(MPI_Allreduce(&dropped, &all_dropped, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
-  GuardReport report;
-  report.reads = total[0];
-  report.padding = total[1];
-  report.expected_reads = n - all_dropped;
-  const bool sums = total[2] == total[4] && total[3] == total[5];
-  report.ok = sums && report.reads == report.expected_reads;
-  const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
-                             " expected, " + std::to_string(report.padding) + " padding";
-  if (report.ok) {
-    report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
-  } else if (report.reads > report.expected_reads) {
-    report.message = "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
-  } else if (report.reads < report.expected_reads) {
-    report.message = "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
-  } else {
-    report.message = "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
+  if (world_from(comm).rank == 0 && sampler.options().tail == Tail::drop) {
+    const std::uint64_t n = sampler.dataset_size();
+    for (std::uint64_t p = n - n % sampler.world_size(); p < n; ++p) guard.skip(sampler.index_at_position(p));
   }
-  return report;
+  return guard.finish(comm);
 }
 
 }  // namespace mpi
