@@ -79,7 +79,8 @@ int main() {
           fq::order_correlation(previous, current), fq::order_correlation(reference_previous, reference_current));
       const std::vector<std::uint64_t> crossed = fq::feistel(n, 1235, epoch - 1);
       row("(c) \\|Spearman\\| (s, e) vs (s+1, e-1)", "n=" + u(n) + ", e=" + u(epoch),
-          fq::order_correlation(current, crossed), fq::order_correlation(reference_current, reference_previous));
+          fq::order_correlation(current, crossed),
+          fq::order_correlation(reference_current, reference_order(n, 100 + epoch)));
       previous = current;
       reference_previous = reference_current;
     }

@@ -21,5 +21,5 @@ ensure_packages() {
 
 # The packages every build needs.
 core_packages=(cmake make g++ catch2 libfmt-dev)
-# What the full test suite adds: MPI for the multi-process tests.
-test_packages=(openmpi-bin libopenmpi-dev)
+# What the full test suite adds: MPI for the multi-process tests, libtorch for the adapter.
+test_packages=(openmpi-bin libopenmpi-dev libtorch-dev)

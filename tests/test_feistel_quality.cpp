@@ -96,7 +96,9 @@ TEST_CASE("Consecutive epochs and neighbouring seeds give uncorrelated orders", 
     CHECK(feistel.ok());
     // (seed, epoch) against (seed + 1, epoch - 1): a key of seed + epoch would make them equal.
     const fq::Result crossed = fq::order_correlation(current, fq::feistel(n, seed + 1, epoch - 1));
-    CAPTURE(crossed.value);
+    const fq::Result reference_crossed = fq::order_correlation(reference_current, reference_order(n, 100 + epoch));
+    CAPTURE(crossed.value, reference_crossed.value);
+    CHECK(reference_crossed.ok());
     CHECK(crossed.ok());
     previous = current;
     reference_previous = reference_current;

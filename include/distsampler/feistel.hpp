@@ -161,8 +161,8 @@ class FeistelPermutation {
     return (table >> (4 * i)) & 0xfu;
   }
 
-  // Uniform in [0, bound) for 1 <= bound <= 16: rejection of the top 2^64 mod bound
-  // draws removes modulo bias; fewer than 2^-59 of the draws are rejected.
+  // Uniform in [0, bound) for 1 <= bound <= 16: rejecting the (2^64 mod bound) smallest
+  // draws removes the modulo bias (a draw is rejected with probability below 2^-60).
   [[nodiscard]] static constexpr std::uint64_t bounded(detail::SplitMix64& stream, std::uint64_t bound) noexcept {
     const std::uint64_t threshold = (0 - bound) % bound;
     for (;;) {
@@ -203,39 +203,41 @@ class FeistelPermutation {
 
   static constexpr std::size_t fill_block_size = 256;
 
-  // One block of fill(): encrypt every position, then re-encrypt, all at once, those
-  // still outside [0, n) (cycle walking) until none is left.
+  // One block of fill(): encrypt every position, then re-encrypt those still outside
+  // [0, n) (cycle walking) until none is left. Both steps run four values in lockstep.
   void fill_block(std::uint64_t position, std::uint64_t stride, std::size_t m, std::uint64_t* out) const noexcept {
     std::size_t i = 0;
     for (; i + lanes <= m; i += lanes) {
-      std::uint64_t x[lanes] = {};
-      for (std::size_t l = 0; l < lanes; ++l) {
-        x[l] = position;
-        position += stride;
-      }
-      encrypt_lanes(x);
-      for (std::size_t l = 0; l < lanes; ++l) out[i + l] = x[l];
+      encrypt_lanes(position, position + stride, position + 2 * stride, position + 3 * stride, out + i, out + i + 1,
+                    out + i + 2, out + i + 3);
+      position += lanes * stride;
     }
     for (; i < m; ++i) {
       out[i] = encrypt(position);
       position += stride;
     }
-    std::uint16_t walking[fill_block_size];  // offsets whose value is still >= n
-    std::size_t pending = 0;
+    std::uint16_t pending[fill_block_size];  // offsets whose value is still >= n
+    std::size_t count = 0;
     for (i = 0; i < m; ++i) {
-      walking[pending] = static_cast<std::uint16_t>(i);
-      pending += static_cast<std::size_t>(out[i] >= n_);
+      pending[count] = static_cast<std::uint16_t>(i);
+      count += static_cast<std::size_t>(out[i] >= n_);
     }
-    while (pending != 0) {
+    while (count != 0) {
       std::size_t still = 0;
-      for (std::size_t t = 0; t < pending; ++t) {
-        const std::uint16_t at = walking[t];
-        const std::uint64_t x = encrypt(out[at]);
-        out[at] = x;
-        walking[still] = at;
-        still += static_cast<std::size_t>(x >= n_);
+      for (std::size_t t = 0; t < count; t += lanes) {
+        // A short last group repeats its last offset: the same input, the same output.
+        const std::size_t last = count - 1;
+        const std::uint16_t at[lanes] = {pending[t], pending[t + 1 < last ? t + 1 : last],
+                                         pending[t + 2 < last ? t + 2 : last], pending[t + 3 < last ? t + 3 : last]};
+        encrypt_lanes(out[at[0]], out[at[1]], out[at[2]], out[at[3]], out + at[0], out + at[1], out + at[2],
+                      out + at[3]);
+        const std::size_t group = count - t < lanes ? count - t : lanes;
+        for (std::size_t l = 0; l < group; ++l) {
+          pending[still] = at[l];
+          still += static_cast<std::size_t>(out[at[l]] >= n_);
+        }
       }
-      pending = still;
+      count = still;
     }
   }
 
@@ -243,11 +245,10 @@ class FeistelPermutation {
   // interleave, so the multiplier stays busy instead of waiting on one dependency chain.
   // Written out by hand because -O2 does not unroll loops over small arrays.
   static constexpr std::size_t lanes = 4;
-  constexpr void encrypt_lanes(std::uint64_t (&x)[lanes]) const noexcept {
-    std::uint64_t l0 = x[0] >> right_bits_, l1 = x[1] >> right_bits_, l2 = x[2] >> right_bits_,
-                  l3 = x[3] >> right_bits_;
-    std::uint64_t r0 = x[0] & right_mask_, r1 = x[1] & right_mask_, r2 = x[2] & right_mask_,
-                  r3 = x[3] & right_mask_;
+  constexpr void encrypt_lanes(std::uint64_t x0, std::uint64_t x1, std::uint64_t x2, std::uint64_t x3, std::uint64_t* y0,
+                               std::uint64_t* y1, std::uint64_t* y2, std::uint64_t* y3) const noexcept {
+    std::uint64_t l0 = x0 >> right_bits_, l1 = x1 >> right_bits_, l2 = x2 >> right_bits_, l3 = x3 >> right_bits_;
+    std::uint64_t r0 = x0 & right_mask_, r1 = x1 & right_mask_, r2 = x2 & right_mask_, r3 = x3 & right_mask_;
     const unsigned ls = left_shift_, rs = right_shift_;
     for (unsigned r = 0; r < 2 * rounds_; r += 4) {
       const std::uint64_t a = keys_[r], m = keys_[r + 1], b = keys_[r + 2], k = keys_[r + 3];
@@ -260,10 +261,12 @@ class FeistelPermutation {
       r2 ^= ((l2 + b) * k) >> rs;
       r3 ^= ((l3 + b) * k) >> rs;
     }
-    x[0] = (l0 << right_bits_) | r0;
-    x[1] = (l1 << right_bits_) | r1;
-    x[2] = (l2 << right_bits_) | r2;
-    x[3] = (l3 << right_bits_) | r3;
+    // Results are stored one by one: building them in an array and copying it would
+    // make the compiler reload pairs of fresh stores as 16-byte words, which stalls.
+    *y0 = (l0 << right_bits_) | r0;
+    *y1 = (l1 << right_bits_) | r1;
+    *y2 = (l2 << right_bits_) | r2;
+    *y3 = (l3 << right_bits_) | r3;
   }
 
   [[nodiscard]] constexpr std::uint64_t decrypt(std::uint64_t x) const noexcept {

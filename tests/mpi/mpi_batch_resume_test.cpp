@@ -10,26 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "gather.hpp"
+
 namespace ds = distsampler;
 
 namespace {
 
 constexpr std::uint64_t micro = 4, accumulation = 2;
-
-std::vector<std::uint64_t> gather_at_root(const std::vector<std::uint64_t>& mine, int size) {
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    offsets[r] = total;
-    total += counts[r];
-  }
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
-  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T, 0,
-              MPI_COMM_WORLD);
-  return all;
-}
 
 }  // namespace
 
@@ -51,7 +38,7 @@ int main(int argc, char** argv) {
     for (std::uint64_t s = 0; s < steps; ++s)
       for (std::uint64_t k = 0; k < accumulation; ++k)
         for (std::uint64_t index : batches.micro_batch(s, k)) mine.push_back(index);
-    const auto all = gather_at_root(mine, size);
+    const auto all = distsampler_tests::gather_at_root(mine).values;
     if (world.rank == 0) {
       std::ofstream(dir + "/state.txt") << batches.state(steps).to_text() << "\n";
       std::ofstream read(dir + "/read.txt");
@@ -67,7 +54,7 @@ int main(int argc, char** argv) {
     for (std::uint64_t s = 0; s < batches.num_steps(); ++s)
       for (std::uint64_t k = 0; k < accumulation; ++k)
         for (std::uint64_t index : batches.micro_batch(s, k)) mine.push_back(index);
-    const auto all = gather_at_root(mine, size);
+    const auto all = distsampler_tests::gather_at_root(mine).values;
     if (world.rank == 0) {
       std::vector<unsigned> count(n);
       std::ifstream read(dir + "/read.txt");

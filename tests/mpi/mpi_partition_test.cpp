@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gather.hpp"
+
 namespace ds = distsampler;
 
 namespace {
@@ -33,26 +35,13 @@ ds::PartitionReport gather_and_check(const Sampler& s, std::uint64_t world_size)
     mine.push_back(s[i]);
     mine.push_back(s.is_padding(i) ? 1 : 0);
   }
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(world_size), offsets(world_size);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::vector<std::uint64_t> all;
-  if (me == 0) {
-    int total = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      offsets[r] = total;
-      total += counts[r];
-    }
-    all.resize(static_cast<std::size_t>(total));
-  }
-  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T, 0,
-              MPI_COMM_WORLD);
+  const auto g = distsampler_tests::gather_at_root(mine);
   ds::PartitionChecker checker(s.dataset_size(), world_size, s.options().tail);
   if (me == 0) {
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      for (int k = 0; k < counts[r]; k += 2) {
-        const auto at = static_cast<std::size_t>(offsets[r] + k);
-        checker.add(r, all[at], all[at + 1] != 0);
+    for (std::size_t r = 0; r < g.counts.size(); ++r) {
+      for (int k = 0; k < g.counts[r]; k += 2) {
+        const auto at = static_cast<std::size_t>(g.offsets[r] + k);
+        checker.add(r, g.values[at], g.values[at + 1] != 0);
       }
     }
   }
@@ -91,17 +80,7 @@ void check_shards(const ds::World& world) {
         mine.insert(mine.end(), {s.consumer(w), sample.index, sample.is_padding ? 1u : 0u});
       }
     }
-    const int count = static_cast<int>(mine.size());
-    std::vector<int> counts(world.world_size), offsets(world.world_size);
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int total = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      offsets[r] = total;
-      total += counts[r];
-    }
-    std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
-    MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T, 0,
-                MPI_COMM_WORLD);
+    const auto all = distsampler_tests::gather_at_root(mine).values;
     if (me != 0) continue;
     ds::PartitionChecker checker(s.dataset_size(), s.consumers(), tail);
     for (std::size_t at = 0; at + 2 < all.size(); at += 3) checker.add(all[at], all[at + 1], all[at + 2] != 0);
