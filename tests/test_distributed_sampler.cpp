@@ -55,6 +55,29 @@ TEMPLATE_TEST_CASE("DistributedSampler's iteration, operator[] and indices() agr
   CHECK_FALSE(s.empty());
 }
 
+TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with operator[] on every slice, padding included", "[sampler]",
+                   TorchRandperm, FeistelPermutation) {
+  for (std::uint64_t n : {1u, 17u, 1000u, 4097u}) {
+    for (std::uint64_t w : {1u, 3u, 8u}) {
+      for (std::uint64_t r = 0; r < w; ++r) {
+        for (bool shuffle : {true, false}) {
+          DistributedSampler<TestType> s(n, World(r, w), {shuffle, 3, Tail::pad});
+          s.set_epoch(2);
+          std::vector<std::uint64_t> out(static_cast<std::size_t>(s.size()));
+          for (std::uint64_t first : {std::uint64_t{0}, s.size() / 3}) {
+            const std::uint64_t count = s.size() - first;
+            s.fill(first, count, out.data());
+            for (std::uint64_t i = 0; i < count; ++i) REQUIRE(out[static_cast<std::size_t>(i)] == s[first + i]);
+          }
+        }
+      }
+    }
+  }
+  DistributedSampler<TestType> s(10, World(0, 4));
+  std::uint64_t out[4] = {};
+  CHECK_THROWS_WITH(s.fill(1, 3, out), "DistributedSampler::fill: position 3 is out of range for size 3 (expected 0..2)");
+}
+
 TEMPLATE_TEST_CASE("DistributedSampler is a pure function of its inputs and set_epoch reshuffles", "[sampler]",
                    TorchRandperm, FeistelPermutation) {
   const SamplerOptions options{true, 99, Tail::drop};

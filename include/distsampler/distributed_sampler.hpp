@@ -8,6 +8,8 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "error.hpp"
@@ -19,6 +21,18 @@
 #include "world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
+
+namespace detail {
+
+// True when P has a batched `fill(first, count, out, stride)` (FeistelPermutation does).
+template <class P, class = void>
+struct has_strided_fill : std::false_type {};
+template <class P>
+struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
+                               std::uint64_t{}, std::uint64_t{}, static_cast<std::uint64_t*>(nullptr), std::uint64_t{}))>>
+    : std::true_type {};
+
+}  // namespace detail
 
 /// The dataset indices one rank reads in one epoch, torch's DistributedSampler as a C++ value.
 ///
@@ -103,10 +117,28 @@ class DistributedSampler {
 
   /// All of this rank's indices for this epoch, in order. O(size()) time and memory.
   [[nodiscard]] std::vector<std::uint64_t> indices() const {
-    std::vector<std::uint64_t> out;
-    out.reserve(static_cast<std::size_t>(size()));
-    for (std::uint64_t i = 0; i < size(); ++i) out.push_back(get(i));
+    std::vector<std::uint64_t> out(static_cast<std::size_t>(size()));
+    fill(0, size(), out.data());
     return out;
+  }
+
+  /// Writes this rank's indices of slots [first, first + count) to out[0..count): the
+  /// fastest way to scan an epoch (with FeistelPermutation it computes several indices at
+  /// once, so the compiler can interleave them). Throws std::out_of_range when
+  /// first + count > size(). O(count), no allocation.
+  void fill(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
+    if (first > size() || count > size() - first) throw_out_of_range("fill", first + count - (count ? 1 : 0));
+    if constexpr (detail::has_strided_fill<Permutation>::value) {
+      if (options_.shuffle) {
+        // Every slot but possibly the last one of a rank is a real position r + i * W.
+        std::uint64_t real = count;
+        if (count != 0 && partition_.is_padding(first + count - 1)) --real;
+        if (real != 0) permutation_.fill(partition_.source_position(first), real, out, world_.world_size);
+        if (real != count) out[real] = get(first + real);
+        return;
+      }
+    }
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = get(first + i);
   }
 
   /// Unchecked access for iteration: i < size().

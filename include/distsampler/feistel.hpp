@@ -206,19 +206,20 @@ class FeistelPermutation {
   // One block of fill(): encrypt every position, then re-encrypt those still outside
   // [0, n) (cycle walking) until none is left. Both steps run four values in lockstep.
   void fill_block(std::uint64_t position, std::uint64_t stride, std::size_t m, std::uint64_t* out) const noexcept {
-    std::size_t i = 0;
+    std::uint16_t pending[fill_block_size];  // offsets whose value is still >= n
+    std::size_t count = 0, i = 0;
     for (; i + lanes <= m; i += lanes) {
       encrypt_lanes(position, position + stride, position + 2 * stride, position + 3 * stride, out + i, out + i + 1,
                     out + i + 2, out + i + 3);
       position += lanes * stride;
+      for (std::size_t l = 0; l < lanes; ++l) {
+        pending[count] = static_cast<std::uint16_t>(i + l);
+        count += static_cast<std::size_t>(out[i + l] >= n_);
+      }
     }
     for (; i < m; ++i) {
       out[i] = encrypt(position);
       position += stride;
-    }
-    std::uint16_t pending[fill_block_size];  // offsets whose value is still >= n
-    std::size_t count = 0;
-    for (i = 0; i < m; ++i) {
       pending[count] = static_cast<std::uint16_t>(i);
       count += static_cast<std::size_t>(out[i] >= n_);
     }

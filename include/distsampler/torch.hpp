@@ -43,7 +43,8 @@ enum class TorchEpochMode {
 /// `next(k)` returns up to k indices of this rank (nullopt once the epoch is done).
 /// `save`/`load` write and read the epoch and position through torch's archives, with
 /// the dataset size, seed, options and world, and `load` throws state_error when they
-/// differ from this sampler's. Throws config_error from the constructor as
+/// differ from this sampler's. Load before `make_data_loader` (which copies the sampler):
+/// the loader's first reset() then continues the loaded pass instead of rewinding. Throws config_error from the constructor as
 /// DistributedSampler does. Not thread-safe per object (the loader calls it from one
 /// thread); the shared epoch is atomic.
 template <class Permutation = FeistelPermutation>
@@ -71,6 +72,10 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
   /// mode, except on the very first reset) and rewinds. A new size rebuilds the sampler
   /// for the same world and options.
   void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    if (resumed_ && !new_size) {
+      resumed_ = false;  // the loader's first reset after load() continues the loaded pass
+      return;
+    }
     if (mode_ == TorchEpochMode::advance_on_reset && shared_->started.exchange(true)) ++shared_->epoch;
     if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
       sampler_ = DistributedSampler<Permutation>(*new_size, sampler_.world(), sampler_.options(),
@@ -127,6 +132,7 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
                                 " exceeds this rank's " + std::to_string(sampler_.size()) + " samples per epoch");
     }
     position_ = saved[8];
+    resumed_ = true;
   }
 
  private:
@@ -155,6 +161,102 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
   std::shared_ptr<Shared> shared_;
   TorchEpochMode mode_;
   std::uint64_t position_ = 0;
+  bool resumed_ = false;
+};
+
+/// A libtorch sampler over DistributedBatchSampler: each `next()` returns this rank's next
+/// micro-batch (micro_batch_size indices, whatever batch size the loader asks for; set
+/// the DataLoader's batch_size to the micro-batch size), step by step, accumulation round
+/// by round. Every rank yields the same number of micro-batches per epoch.
+///
+/// `save` writes the batch sampler's SamplerState (bytes) into torch's archive; `load`
+/// resumes it with this sampler's world size and accumulation, which may differ from the
+/// saving run's (elastic resume): the rest of the epoch is read exactly once. Load before
+/// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
+/// from the constructor as DistributedBatchSampler does, state_error from load.
+template <class Permutation = FeistelPermutation>
+class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+ public:
+  using BatchRequestType = std::vector<std::size_t>;
+
+  TorchBatchSampler(DistributedBatchSampler<Permutation> batches, TorchEpochMode mode = TorchEpochMode::manual)
+      : batches_(std::move(batches)), shared_(std::make_shared<Shared>()), mode_(mode) {
+    shared_->epoch.store(batches_.epoch());
+  }
+
+  /// As TorchSampler::set_epoch: reaches every copy at its next reset().
+  void set_epoch(std::uint64_t epoch) {
+    shared_->epoch.store(epoch);
+    batches_.set_epoch(epoch);
+    done_ = 0;
+  }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
+  /// Micro-batches of this rank returned since the epoch (or the resumed part) began.
+  [[nodiscard]] std::uint64_t micro_batches_done() const noexcept { return done_; }
+  [[nodiscard]] const DistributedBatchSampler<Permutation>& batches() const noexcept { return batches_; }
+
+  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
+    if (resumed_) {
+      resumed_ = false;
+      return;
+    }
+    if (mode_ == TorchEpochMode::advance_on_reset && shared_->started.exchange(true)) ++shared_->epoch;
+    batches_.set_epoch(shared_->epoch.load());
+    done_ = 0;
+  }
+
+  torch::optional<BatchRequestType> next(std::size_t /*batch_size*/) override {
+    const std::uint64_t k = batches_.micro_batches_per_step();
+    if (done_ >= batches_.num_steps() * k) return torch::nullopt;
+    const auto indices = batches_.micro_batch(done_ / k, done_ % k);
+    ++done_;
+    return BatchRequestType(indices.begin(), indices.end());
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override {
+    const std::uint64_t k = batches_.micro_batches_per_step();
+    const auto bytes = batches_.state(done_ / k, done_ % k).to_bytes();
+    std::vector<std::int64_t> values(bytes.begin(), bytes.end());
+    archive.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
+  }
+
+  void load(torch::serialize::InputArchive& archive) override {
+    torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(SamplerState::byte_size)}, torch::kInt64);
+    archive.read(key, tensor, /*is_buffer=*/true);
+    if (tensor.dim() != 1 || tensor.scalar_type() != torch::kInt64) {
+      detail::throw_state_error("TorchBatchSampler::load: '" + std::string(key) + "' is not a 1-d int64 tensor");
+    }
+    tensor = tensor.contiguous();
+    const auto* values = tensor.data_ptr<std::int64_t>();
+    std::vector<std::uint8_t> bytes;
+    for (std::int64_t i = 0; i < tensor.numel(); ++i) {
+      if (values[i] < 0 || values[i] > 255) {
+        detail::throw_state_error("TorchBatchSampler::load: '" + std::string(key) + "' holds " +
+                                  std::to_string(values[i]) + " (expected bytes 0..255)");
+      }
+      bytes.push_back(static_cast<std::uint8_t>(values[i]));
+    }
+    const SamplerState state = SamplerState::from_bytes(bytes.data(), bytes.size());
+    batches_.resume(state);
+    shared_->epoch.store(state.epoch);
+    shared_->started.store(true);
+    done_ = 0;
+    resumed_ = true;
+  }
+
+ private:
+  static constexpr const char* key = "distsampler_batch_state";
+
+  struct Shared {
+    std::atomic<std::uint64_t> epoch{0};
+    std::atomic<bool> started{false};
+  };
+
+  DistributedBatchSampler<Permutation> batches_;
+  std::shared_ptr<Shared> shared_;
+  TorchEpochMode mode_;
+  std::uint64_t done_ = 0;
+  bool resumed_ = false;
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -130,3 +130,67 @@ CATCH_TEST_CASE("load rejects state from another dataset, seed or world", "[torc
   CATCH_CHECK_THROWS_WITH(ds::TorchSampler<>(10, ds::World(0, 1), {true, 0, static_cast<ds::Tail>(9)}),
                     "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
 }
+
+CATCH_TEST_CASE("TorchBatchSampler feeds a rank's micro-batches through make_data_loader", "[torch-adapter]") {
+  const std::size_t n = 300;
+  ds::DistributedBatchSampler<> batches(n, 4, ds::World(1, 3), 2, {true, 8});
+  ds::TorchBatchSampler<> sampler(batches);
+  auto loader = torch::data::make_data_loader(IndexDataset(n), sampler,
+                                              torch::data::DataLoaderOptions().batch_size(4).workers(0));
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t s = 0; s < batches.num_steps(); ++s)
+    for (std::uint64_t k = 0; k < 2; ++k)
+      for (std::uint64_t index : batches.micro_batch(s, k)) expected.push_back(index);
+  CATCH_CHECK(one_pass(*loader) == expected);
+  sampler.set_epoch(1);
+  CATCH_CHECK(one_pass(*loader) != expected);
+}
+
+CATCH_TEST_CASE("TorchBatchSampler resumes elastically from torch's archive: 2 ranks -> 3 ranks", "[torch-adapter]") {
+  const std::size_t n = 1000;
+  const std::uint64_t micro = 5;
+  std::vector<unsigned> reads(n);
+  std::string saved;
+  // Run 1: 2 ranks x 3 accumulation (global batch 30), stopped after 10 micro-batches each.
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(n, micro, ds::World(r, 2), 3, {true, 4}));
+    sampler.reset();
+    for (int i = 0; i < 10; ++i) {
+      const auto batch = sampler.next(micro);
+      for (std::size_t index : *batch) ++reads[index];
+    }
+    std::stringstream stream;
+    torch::save(sampler, stream);
+    saved = stream.str();  // every rank saves the same state
+  }
+  // Run 2: 3 ranks x 2 accumulation (global batch 30), loaded before make_data_loader.
+  std::uint64_t dropped = 0;
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(n, micro, ds::World(r, 3), 2, {true, 4}));
+    std::stringstream stream(saved);
+    torch::load(sampler, stream);
+    dropped = (n - sampler.batches().start()) % sampler.batches().global_batch_size();
+    auto loader = torch::data::make_data_loader(IndexDataset(n), sampler,
+                                                torch::data::DataLoaderOptions().batch_size(micro).workers(0));
+    for (std::uint64_t index : one_pass(*loader)) ++reads[index];
+  }
+  std::uint64_t once = 0, twice = 0;
+  for (unsigned c : reads) {
+    once += c == 1 ? 1 : 0;
+    twice += c > 1 ? 1 : 0;
+  }
+  CATCH_CHECK(twice == 0);
+  CATCH_CHECK(once == n - dropped);
+  // Run 1 stopped after 3 steps (3 x 30 positions) and 1 round of the 4th (5 x 2): 100 consumed.
+  CATCH_CHECK(dropped == (n - 100) % 30);
+}
+
+CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-adapter][errors]") {
+  ds::TorchBatchSampler<> a(ds::DistributedBatchSampler<>(100, 2, ds::World(0, 2), 1, {true, 4}));
+  std::stringstream stream;
+  torch::save(a, stream);
+  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(101, 2, ds::World(0, 2), 1, {true, 4}));
+  CATCH_CHECK_THROWS_WITH(torch::load(b, stream),
+                          Catch::Matchers::StartsWith("DistributedBatchSampler: dataset_size differs (state has 100, "
+                                                      "this sampler has 101; state fingerprint 0x"));
+}
