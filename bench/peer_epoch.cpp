@@ -34,14 +34,18 @@ std::uint64_t walk(const Sampler& s) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: peer_epoch ds-feistel|ds-torch|libtorch N WORLD_SIZE RANK\n");
+    std::fprintf(stderr, "usage: peer_epoch ds-feistel|ds-torch|libtorch|randperm N WORLD_SIZE RANK\n");
     return 2;
   }
   const std::string engine = argv[1];
   const std::uint64_t n = std::stoull(argv[2]), w = std::stoull(argv[3]), r = std::stoull(argv[4]);
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t sum = 0, count = 0;
-  if (engine == "ds-feistel") {
+  if (engine == "randperm") {  // TorchRandperm alone: torch.randperm(n) with seed 0
+    const ds::TorchRandperm p(n, 0, 0);
+    sum = p(0) + p(n - 1);
+    count = n;
+  } else if (engine == "ds-feistel") {
     ds::DistributedSampler<> s(n, ds::World(r, w), {true, 0, ds::Tail::pad});
     sum = walk(s);
     count = s.size();
