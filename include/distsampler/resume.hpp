@@ -55,6 +55,31 @@ struct permutation_name<IdentityPermutation> {
   static std::string get(const IdentityPermutation::options_type&) { return "identity"; }
 };
 
+namespace detail {
+
+// The state after every rank of a strided split of positions [start, n) over w ranks read
+// its first `samples_done` slots: consumed = min(start + w * samples_done, n). Throws
+// config_error, prefixed by `who`, when samples_done exceeds the largest rank's size.
+inline SamplerState strided_state(const StateKey& key, std::uint64_t start, std::uint64_t w, std::uint64_t epoch,
+                                  std::uint64_t samples_done, const char* who) {
+  const std::uint64_t n = key.dataset_size, remaining = n - start;
+  const std::uint64_t max_size = remaining / w + (remaining % w != 0 && key.tail != Tail::drop ? 1 : 0);
+  if (samples_done > max_size) {
+    throw_config_error(std::string(who) + ": samples_done " + std::to_string(samples_done) +
+                       " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
+                       std::to_string(max_size) + ")");
+  }
+  SamplerState s;
+  s.dataset_size = n;
+  s.seed = key.seed;
+  s.epoch = epoch;
+  s.consumed = samples_done > remaining / w ? n : start + samples_done * w;
+  s.fingerprint = key.fingerprint();
+  return s;
+}
+
+}  // namespace detail
+
 /// The state of a plain `DistributedSampler` after every rank has read its first
 /// `samples_done` slots of the current epoch (the same number on every rank; under
 /// Tail::uneven a rank with fewer slots has read all of its own). `consumed` is
@@ -62,23 +87,10 @@ struct permutation_name<IdentityPermutation> {
 /// Throws config_error when samples_done exceeds the largest rank's size. O(1).
 template <class Permutation>
 [[nodiscard]] SamplerState make_state(const DistributedSampler<Permutation>& sampler, std::uint64_t samples_done) {
-  const std::uint64_t n = sampler.dataset_size(), w = sampler.world_size();
-  const std::uint64_t max_size = n / w + (n % w != 0 && sampler.options().tail != Tail::drop ? 1 : 0);
-  if (samples_done > max_size) {
-    detail::throw_config_error("make_state: samples_done " + std::to_string(samples_done) +
-                               " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
-                               std::to_string(max_size) + ")");
-  }
   const std::string engine = permutation_name<Permutation>::get(sampler.permutation_settings());
   const StateKey key{"distributed", sampler.dataset_size(), sampler.options().seed, sampler.options().shuffle,
                      sampler.options().tail, engine};
-  SamplerState s;
-  s.dataset_size = sampler.dataset_size();
-  s.seed = sampler.options().seed;
-  s.epoch = sampler.epoch();
-  s.consumed = samples_done > n / w ? n : samples_done * w;
-  s.fingerprint = key.fingerprint();
-  return s;
+  return detail::strided_state(key, 0, sampler.world_size(), sampler.epoch(), samples_done, "make_state");
 }
 
 /// A DistributedSampler that starts an epoch at a saved position: the positions
@@ -197,20 +209,8 @@ class ResumedDistributedSampler {
   /// min(start() + world_size * samples_done, dataset_size). Throws config_error when
   /// samples_done exceeds the largest rank's size. O(1).
   [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
-    const std::uint64_t remaining = n_ - start_, w = world_.world_size;
-    const std::uint64_t max_size = remaining / w + (remaining % w != 0 && options_.tail != Tail::drop ? 1 : 0);
-    if (samples_done > max_size) {
-      detail::throw_config_error("ResumedDistributedSampler::state: samples_done " + std::to_string(samples_done) +
-                                 " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
-                                 std::to_string(max_size) + ")");
-    }
-    SamplerState s;
-    s.dataset_size = n_;
-    s.seed = options_.seed;
-    s.epoch = epoch_;
-    s.consumed = samples_done > remaining / w ? n_ : start_ + samples_done * w;
-    s.fingerprint = key().fingerprint();
-    return s;
+    return detail::strided_state(key(), start_, world_.world_size, epoch_, samples_done,
+                                 "ResumedDistributedSampler::state");
   }
 
   [[nodiscard]] iterator begin() const noexcept { return iterator(this, 0); }

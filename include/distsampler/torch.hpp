@@ -28,6 +28,23 @@ enum class TorchEpochMode {
   advance_on_reset,
 };
 
+namespace detail {
+
+// The epoch that a sampler and its copies (the DataLoader's among them) share.
+struct SharedEpoch {
+  std::atomic<std::uint64_t> epoch{0};
+  std::atomic<bool> started{false};
+
+  // The epoch a new pass reads: in advance_on_reset mode every pass after the first
+  // advances it.
+  std::uint64_t begin_pass(TorchEpochMode mode) {
+    if (mode == TorchEpochMode::advance_on_reset && started.exchange(true)) ++epoch;
+    return epoch.load();
+  }
+};
+
+}  // namespace detail
+
 /// A libtorch sampler (`torch::data::samplers::Sampler<std::vector<size_t>>`) over
 /// `DistributedSampler<Permutation>`: a drop-in for `DistributedRandomSampler` with a
 /// seed, a platform-independent order (torch's own with `TorchRandperm`), every tail
@@ -54,7 +71,9 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
 
   TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
                TorchEpochMode mode = TorchEpochMode::manual, typename Permutation::options_type permutation = {})
-      : sampler_(dataset_size, world, options, permutation), shared_(std::make_shared<Shared>()), mode_(mode) {}
+      : sampler_(dataset_size, world, options, permutation),
+        shared_(std::make_shared<detail::SharedEpoch>()),
+        mode_(mode) {}
 
   /// Selects the epoch for this object and every copy (the DataLoader's included); a copy
   /// switches at its next reset(). Resets this object's position.
@@ -76,12 +95,12 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
       resumed_ = false;  // the loader's first reset after load() continues the loaded pass
       return;
     }
-    if (mode_ == TorchEpochMode::advance_on_reset && shared_->started.exchange(true)) ++shared_->epoch;
+    const std::uint64_t epoch = shared_->begin_pass(mode_);
     if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
       sampler_ = DistributedSampler<Permutation>(*new_size, sampler_.world(), sampler_.options(),
                                                  sampler_.permutation_settings());
     }
-    sampler_.set_epoch(shared_->epoch.load());
+    sampler_.set_epoch(epoch);
     position_ = 0;
   }
 
@@ -140,10 +159,6 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
   static constexpr std::size_t field_count = 9;
   static constexpr std::uint64_t format_version = 1;
 
-  struct Shared {
-    std::atomic<std::uint64_t> epoch{0};
-    std::atomic<bool> started{false};
-  };
 
   std::vector<std::uint64_t> record(std::uint64_t epoch, std::uint64_t position) const {
     const SamplerOptions& o = sampler_.options();
@@ -158,7 +173,7 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
   }
 
   DistributedSampler<Permutation> sampler_;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<detail::SharedEpoch> shared_;
   TorchEpochMode mode_;
   std::uint64_t position_ = 0;
   bool resumed_ = false;
@@ -180,7 +195,7 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
   using BatchRequestType = std::vector<std::size_t>;
 
   TorchBatchSampler(DistributedBatchSampler<Permutation> batches, TorchEpochMode mode = TorchEpochMode::manual)
-      : batches_(std::move(batches)), shared_(std::make_shared<Shared>()), mode_(mode) {
+      : batches_(std::move(batches)), shared_(std::make_shared<detail::SharedEpoch>()), mode_(mode) {
     shared_->epoch.store(batches_.epoch());
   }
 
@@ -200,8 +215,7 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
       resumed_ = false;
       return;
     }
-    if (mode_ == TorchEpochMode::advance_on_reset && shared_->started.exchange(true)) ++shared_->epoch;
-    batches_.set_epoch(shared_->epoch.load());
+    batches_.set_epoch(shared_->begin_pass(mode_));
     done_ = 0;
   }
 
@@ -247,13 +261,9 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
  private:
   static constexpr const char* key = "distsampler_batch_state";
 
-  struct Shared {
-    std::atomic<std::uint64_t> epoch{0};
-    std::atomic<bool> started{false};
-  };
 
   DistributedBatchSampler<Permutation> batches_;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<detail::SharedEpoch> shared_;
   TorchEpochMode mode_;
   std::uint64_t done_ = 0;
   bool resumed_ = false;
