@@ -194,3 +194,39 @@ CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-
                           Catch::Matchers::StartsWith("DistributedBatchSampler: dataset_size differs (state has 100, "
                                                       "this sampler has 101; state fingerprint 0x"));
 }
+
+namespace {
+
+// Loads `values` under `key` as an int64 tensor into `sampler`, as a hand-made archive.
+template <class Sampler>
+void load_raw(Sampler& sampler, const char* key, const std::vector<std::int64_t>& values) {
+  torch::serialize::OutputArchive out;
+  out.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
+  std::stringstream stream;
+  out.save_to(stream);
+  torch::serialize::InputArchive in;
+  in.load_from(stream);
+  sampler.load(in);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter][errors]") {
+  // Fields: format version, dataset_size, seed, shuffle, tail (pad = 0), world_size, rank, epoch, position.
+  ds::TorchSampler<> s(1000, ds::World(2, 3), {true, 11, ds::Tail::pad});
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 2, 3}),
+                          "TorchSampler::load: 'distsampler_state' has 3 values (expected 9 int64 values)");
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {2, 1000, 11, 1, 0, 3, 2, 0, 0}),
+                          "TorchSampler::load: saved format version 2 differs from this sampler's 1 (expected the "
+                          "same dataset, options and world)");
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 1000, 11, 1, 0, 3, 2, 0, 999}),
+                          "TorchSampler::load: saved position 999 exceeds this rank's 334 samples per epoch");
+  load_raw(s, "distsampler_state", {1, 1000, 11, 1, 0, 3, 2, 5, 334});
+  CATCH_CHECK(s.epoch() == 5);
+  CATCH_CHECK(s.position() == 334);
+
+  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(100, 2, ds::World(0, 2), 1, {true, 4}));
+  CATCH_CHECK_THROWS_WITH(load_raw(b, "distsampler_batch_state", {300}),
+                          "TorchBatchSampler::load: 'distsampler_batch_state' holds 300 (expected bytes 0..255)");
+  CATCH_CHECK_THROWS_AS(load_raw(b, "distsampler_batch_state", {1, 2, 3}), ds::state_error);
+}
