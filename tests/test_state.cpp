@@ -27,9 +27,13 @@ SamplerState sample_state() {
   return s;
 }
 
-std::vector<std::uint8_t> bytes_of(const SamplerState& s) {
-  const auto a = s.to_bytes();
-  return std::vector<std::uint8_t>(a.begin(), a.end());
+std::vector<std::uint8_t> bytes_of(const SamplerState& s) { return s.to_bytes(); }
+
+// A state with consumed ranges beyond its prefix (the StreamingShardSampler kind).
+SamplerState ahead_state() {
+  SamplerState s = sample_state();
+  s.ahead = {{700, 764}, {900, 901}, {950, 1000}};
+  return s;
 }
 
 // Parses with both parsers; only state_error may escape the parser (anything else fails the test).
@@ -132,8 +136,10 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
                     prefix + "expected version prefix \" v\" at offset 17");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v"),
                     prefix + "expected a decimal value for version at offset 19");
-  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v2 dataset_size=1"),
-                    prefix + "unsupported version 2 (expected 1)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
+                    prefix + "unsupported version 3 (expected 1 or 2)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v0 dataset_size=1"),
+                    prefix + "unsupported version 0 (expected 1 or 2)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 size=1"),
                     prefix + "expected key \" dataset_size=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=-1"),
@@ -175,9 +181,9 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
   bad_magic[0] = 'X';
   CHECK_THROWS_WITH(SamplerState::from_bytes(bad_magic),
                     prefix + "bad magic (expected \"DSST\"; not a distsampler state)");
-  auto v2 = b;
-  v2[4] = 2;
-  CHECK_THROWS_WITH(SamplerState::from_bytes(v2), prefix + "unsupported version 2 (expected 1)");
+  auto v3 = b;
+  v3[4] = 3;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v3), prefix + "unsupported version 3 (expected 1 or 2)");
   auto corrupt = b;
   corrupt[30] ^= 0x10;
   const std::uint64_t stored = distsampler::detail::get_u64_le(corrupt.data() + 48);
@@ -322,5 +328,135 @@ TEST_CASE("Validation names the field that differs", "[state][validate][errors]"
                     "SamplerState: consumed 1001 exceeds dataset_size 1000 (expected consumed <= dataset_size)");
   SamplerState future = s;
   future.version = 9;
-  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1)");
+  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1 or 2)");
+  SamplerState ahead = s;
+  ahead.ahead = {{100, 110}};
+  CHECK_THROWS_WITH(ahead.validate(key),
+                    "SamplerState: the state has 1 ahead ranges (expected none: only StreamingShardSampler resumes "
+                    "them)");
+  const StateKey shard{"shard", 1000, 42, true, Tail::drop, "feistel"};
+  ahead.fingerprint = shard.fingerprint();
+  CHECK_NOTHROW(ahead.validate(shard));
+  CHECK_THROWS_WITH(ahead.validate(key),
+                    "SamplerState: sampler differs (state was saved with sampler=shard, this sampler has "
+                    "sampler=batch; state fingerprint " + distsampler::detail::hex64(shard.fingerprint()) +
+                        ", expected " + want + ")");
+}
+
+TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip", "[state][ahead]") {
+  const SamplerState s = ahead_state();
+  CHECK(s.written_version() == 2);
+  CHECK(sample_state().written_version() == 1);
+  CHECK(s.consumed_total() == 640 + 64 + 1 + 50);
+  CHECK(s.to_text() == "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 "
+                       "ahead=700-764,900-901,950-1000 fingerprint=0x0123456789abcdef");
+  const SamplerState t = SamplerState::from_text(s.to_text());
+  CHECK(t == s);
+  CHECK(t.version == 2);
+  const auto b = bytes_of(s);
+  REQUIRE(b.size() == 64 + 16 * 3);
+  CHECK(b[4] == 2);
+  CHECK(b[48] == 3);  // the range count
+  CHECK(b[56] == 0xbc);  // 700 = 0x2bc little-endian
+  CHECK(b[57] == 0x02);
+  CHECK(b[64] == 0xfc);  // 764 = 0x2fc
+  const SamplerState u = SamplerState::from_bytes(b);
+  CHECK(u == s);
+  CHECK(u.version == 2);
+  // Equality compares positions, not the version a state was read as.
+  SamplerState other = s;
+  other.ahead[1].end = 902;
+  CHECK(other != s);
+  // Every single-bit corruption and every truncation of the longer form is caught.
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      auto c = b;
+      c[i] = static_cast<std::uint8_t>(c[i] ^ (1u << bit));
+      CAPTURE(i, bit);
+      CHECK_THROWS_AS(SamplerState::from_bytes(c), state_error);
+    }
+  }
+  for (std::size_t len = 0; len < b.size(); ++len) {
+    const std::vector<std::uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(len));
+    CAPTURE(len);
+    CHECK_THROWS_AS(SamplerState::from_bytes(cut.data(), cut.size()), state_error);
+  }
+  const std::string text = s.to_text();
+  for (std::size_t len = 0; len < text.size(); ++len) {
+    CAPTURE(len);
+    CHECK_THROWS_AS(SamplerState::from_text(text.substr(0, len)), state_error);
+  }
+}
+
+TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_error", "[state][ahead][errors]") {
+  const std::string text = "SamplerState::from_text: ";
+  const std::string head = "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 ";
+  const std::string tail = " fingerprint=0x0123456789abcdef";
+  CHECK_THROWS_WITH(SamplerState::from_text(head + tail.substr(1)),
+                    text + "expected key \" ahead=\" at offset 67");
+  CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=" + tail),
+                    text + "expected a decimal value for ahead begin at offset 74");
+  CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700" + tail),
+                    text + "expected range separator \"-\" at offset 77");
+  CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700-710," + tail),
+                    text + "expected a decimal value for ahead begin at offset 82");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 "
+                                            "ahead=700-710" + tail),
+                    text + "expected key \" fingerprint=\" at offset 67");
+  auto range_error = [&](const std::string& ranges) {
+    try {
+      (void)SamplerState::from_text(head + "ahead=" + ranges + tail);
+    } catch (const state_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(range_error("700-700") == "SamplerState::from_text: ahead range 0 [700, 700) is empty or reversed "
+                                  "(expected begin < end)");
+  CHECK(range_error("710-700") == "SamplerState::from_text: ahead range 0 [710, 700) is empty or reversed "
+                                  "(expected begin < end)");
+  CHECK(range_error("700-1001") == "SamplerState::from_text: ahead range 0 [700, 1001) ends past dataset_size 1000 "
+                                   "(expected end <= dataset_size)");
+  CHECK(range_error("640-700") == "SamplerState::from_text: ahead range 0 [640, 700) does not begin after consumed "
+                                  "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("600-700") == "SamplerState::from_text: ahead range 0 [600, 700) does not begin after consumed "
+                                  "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("700-710,710-720") ==
+        "SamplerState::from_text: ahead range 1 [710, 720) does not begin after the previous range's end 710 "
+        "(expected sorted ranges separated by a gap)");
+  CHECK(range_error("800-810,700-720") ==
+        "SamplerState::from_text: ahead range 1 [700, 720) does not begin after the previous range's end 810 "
+        "(expected sorted ranges separated by a gap)");
+  CHECK(range_error("641-700") == "no error");
+
+  const std::string bytes = "SamplerState::from_bytes: ";
+  auto resealed = [](std::vector<std::uint8_t> b) {
+    distsampler::detail::put_u64_le(b.data() + b.size() - 8, distsampler::detail::state_checksum(b.data(), b.size()));
+    return b;
+  };
+  auto b = bytes_of(ahead_state());
+  auto zero = b;
+  distsampler::detail::put_u64_le(zero.data() + 48, 0);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(zero), bytes + "version 2 with 0 ahead ranges (expected at least 1)");
+  auto huge = b;
+  distsampler::detail::put_u64_le(huge.data() + 48, UINT64_MAX / 2);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
+                    bytes + "ahead range count 9223372036854775807 is too large for any input (expected a count "
+                            "that fits in memory)");
+  auto more = b;
+  distsampler::detail::put_u64_le(more.data() + 48, 4);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(more), bytes + "truncated input of 112 bytes (expected at least 128)");
+  auto fewer = b;
+  distsampler::detail::put_u64_le(fewer.data() + 48, 2);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(fewer), bytes + "16 trailing bytes (expected exactly 96)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 50), bytes + "truncated input of 50 bytes (expected at least 56)");
+  auto reversed = b;
+  distsampler::detail::put_u64_le(reversed.data() + 72, 1000);  // second range begins at 1000
+  CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(reversed)),
+                    "SamplerState::from_bytes: ahead range 1 [1000, 901) is empty or reversed (expected begin < "
+                    "end)");
+  // A version-1 header cannot carry ranges: its 56 bytes are the whole form.
+  auto as_v1 = b;
+  as_v1[4] = 1;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(as_v1)), bytes + "56 trailing bytes (expected exactly 56)");
 }

@@ -3,7 +3,6 @@
 #ifndef DISTSAMPLER_STATE_HPP
 #define DISTSAMPLER_STATE_HPP
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,42 +39,81 @@ struct StateKey {
   [[nodiscard]] std::string describe() const;
 };
 
-/// A run's position: in which epoch, and how many positions of that epoch's global order
-/// (the permutation's input, shared by all ranks) have been consumed. Together with a
-/// sampler built with the same dataset and options, it says exactly which samples remain.
+/// A half-open range [begin, end) of positions of an epoch's global order.
+struct PositionRange {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+
+  [[nodiscard]] constexpr std::uint64_t size() const noexcept { return end - begin; }
+  friend constexpr bool operator==(const PositionRange& a, const PositionRange& b) noexcept {
+    return a.begin == b.begin && a.end == b.end;
+  }
+  friend constexpr bool operator!=(const PositionRange& a, const PositionRange& b) noexcept { return !(a == b); }
+};
+
+/// A run's position: in which epoch, and which positions of that epoch's global order
+/// (shared by all ranks, independent of world size and worker count) have been consumed:
+/// the prefix [0, consumed) and, beyond it, the ranges in `ahead`. Together with a sampler
+/// built with the same dataset and options, it says exactly which samples remain.
+///
+/// `ahead` is empty for DistributedSampler and DistributedBatchSampler, whose consumers
+/// always leave a prefix. StreamingShardSampler consumers read blocks of the order, so a
+/// stop between block boundaries (say 48 samples into blocks of 64, or workers of one
+/// DataLoader one batch apart) leaves up to a few ranges per consumer consumed beyond the
+/// prefix. `ahead` is kept canonical: sorted, each range non-empty, separated from the
+/// prefix and from each other by at least one position, ending at most at dataset_size.
 ///
 /// Two serialised forms, both complete and both validated on load:
 ///  - text, one line: `distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640
 ///    fingerprint=0x0123456789abcdef` (keys in this order, single spaces, decimal numbers,
-///    16 hex digits; one trailing '\n' is accepted). Meant to be read and logged;
-///    `fingerprint` guards dataset_size and seed but not epoch and consumed.
-///  - bytes, 56, little-endian: "DSST", u32 version, u64 dataset_size, seed, epoch,
-///    consumed, fingerprint, then u64 checksum of the 48 bytes before it (FNV-1a 64,
-///    finalised by splitmix64's mixer). Any single corrupted byte is detected.
+///    16 hex digits; one trailing '\n' is accepted). With ahead ranges the version is 2
+///    and ` ahead=700-764,900-964` (begin-end pairs, end exclusive) comes before
+///    ` fingerprint=`. Meant to be read and logged; `fingerprint` guards dataset_size and
+///    seed but not epoch and positions.
+///  - bytes, little-endian: "DSST", u32 version, u64 dataset_size, seed, epoch, consumed,
+///    fingerprint; version 2 then has u64 count and count pairs of u64 begin, end; last a
+///    u64 checksum of every byte before it (FNV-1a 64, finalised by splitmix64's mixer).
+///    Version 1 is 56 bytes, version 2 is 64 + 16 * count. Any single corrupted byte is
+///    detected.
 ///
-/// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
-/// malformed or corrupted input, an unknown version, or consumed > dataset_size. Writers
-/// always produce the current version. Deterministic and platform independent.
+/// Writers produce version 1 when `ahead` is empty (byte-identical to earlier releases, so
+/// older readers still load such states) and version 2 otherwise. Loading throws
+/// state_error (never reads out of bounds, never aborts) for truncated, malformed or
+/// corrupted input, an unknown version, consumed > dataset_size, or non-canonical ahead
+/// ranges. Deterministic and platform independent.
 struct SamplerState {
-  /// The format version written by this library.
-  static constexpr std::uint32_t current_version = 1;
-  /// Length of the byte form.
+  /// The newest format version this library reads and writes (see above for when 1 is written).
+  static constexpr std::uint32_t current_version = 2;
+  /// Length of the version-1 byte form (a state without ahead ranges).
   static constexpr std::size_t byte_size = 56;
 
-  std::uint32_t version = current_version;
+  /// The format version this state was read as (1 when made in memory). Informational:
+  /// writers choose the version from `ahead` (see written_version()), and equality ignores it.
+  std::uint32_t version = 1;
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
   std::uint64_t consumed = 0;     ///< positions [0, consumed) of the epoch's global order are done
   std::uint64_t fingerprint = 0;  ///< StateKey::fingerprint() of the sampler that saved it
+  std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
 
-  /// The one-line text form (no trailing newline). O(1).
+  /// Positions consumed in all: consumed plus the sizes of the ahead ranges. O(ranges).
+  [[nodiscard]] std::uint64_t consumed_total() const noexcept {
+    std::uint64_t total = consumed;
+    for (const PositionRange& r : ahead) total += r.size();
+    return total;
+  }
+
+  /// The version the writers produce for this state: 1 without ahead ranges, else 2.
+  [[nodiscard]] std::uint32_t written_version() const noexcept { return ahead.empty() ? 1u : 2u; }
+
+  /// The one-line text form (no trailing newline). O(ranges).
   [[nodiscard]] std::string to_text() const;
   /// Parses the text form. Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_text(std::string_view text);
 
-  /// The 56-byte form. O(1).
-  [[nodiscard]] std::array<std::uint8_t, byte_size> to_bytes() const noexcept;
+  /// The byte form: 56 bytes, or 64 + 16 per ahead range. O(ranges).
+  [[nodiscard]] std::vector<std::uint8_t> to_bytes() const;
   /// Parses the byte form from `size` bytes at `data` (nullptr is fine when size is 0).
   /// Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_bytes(const std::uint8_t* data, std::size_t size);
@@ -84,14 +122,16 @@ struct SamplerState {
   }
 
   /// Throws state_error, prefixed by `who`, unless this state belongs to a sampler with
-  /// key `expected`: dataset_size, seed, and then the fingerprint must match, and
-  /// consumed <= dataset_size. When the fingerprint differs in exactly one of shuffle,
-  /// tail, engine or sampler family, the message names that field and both values.
+  /// key `expected`: dataset_size, seed, and then the fingerprint must match, consumed <=
+  /// dataset_size, and the ahead ranges are canonical (and empty unless the sampler family
+  /// is "shard"). When the fingerprint differs in exactly one of shuffle, tail, engine or
+  /// sampler family, the message names that field and both values.
   void validate(const StateKey& expected, std::string_view who = "SamplerState") const;
 
+  /// Equal when they describe the same positions of the same run: every field but `version`.
   friend bool operator==(const SamplerState& a, const SamplerState& b) noexcept {
-    return a.version == b.version && a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch &&
-           a.consumed == b.consumed && a.fingerprint == b.fingerprint;
+    return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch &&
+           a.consumed == b.consumed && a.fingerprint == b.fingerprint && a.ahead == b.ahead;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
 };
@@ -143,8 +183,10 @@ inline void put_u64_le(std::uint8_t* out, std::uint64_t v) noexcept {
   return out;
 }
 
-[[nodiscard]] inline std::uint64_t state_checksum(const std::uint8_t* data) noexcept {
-  return mix64(fnv1a64(data, SamplerState::byte_size - 8));
+/// Checksum of the `size` bytes before a byte form's last 8 (size: the whole form's length).
+[[nodiscard]] inline std::uint64_t state_checksum(const std::uint8_t* data,
+                                                  std::size_t size = SamplerState::byte_size) noexcept {
+  return mix64(fnv1a64(data, size - 8));
 }
 
 /// A bounds-checked reader over the text form; every failure throws state_error.
@@ -201,6 +243,13 @@ class StateTextReader {
     return value;
   }
 
+  /// Consumes `text` when it comes next; says whether it did.
+  bool optional(std::string_view text) noexcept {
+    if (text_.substr(at_, text.size()) != text) return false;
+    at_ += text.size();
+    return true;
+  }
+
   void end() {
     if (at_ < text_.size() && text_[at_] == '\n' && at_ + 1 == text_.size()) ++at_;
     if (at_ != text_.size()) fail("unexpected trailing text");
@@ -216,6 +265,29 @@ inline void check_consumed(const SamplerState& s, const char* who) {
     throw_state_error(std::string(who) + ": consumed " + std::to_string(s.consumed) + " exceeds dataset_size " +
                       std::to_string(s.dataset_size) + " (expected consumed <= dataset_size)");
   }
+  // Canonical ahead ranges: each non-empty, past the prefix and the range before it with
+  // a gap, within the dataset. O(ranges).
+  std::uint64_t floor = s.consumed;  // the next range must begin after this
+  for (std::size_t i = 0; i < s.ahead.size(); ++i) {
+    const PositionRange& r = s.ahead[i];
+    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" +
+                              std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
+    if (r.begin >= r.end) throw_state_error(where + " is empty or reversed (expected begin < end)");
+    if (r.end > s.dataset_size) {
+      throw_state_error(where + " ends past dataset_size " + std::to_string(s.dataset_size) +
+                        " (expected end <= dataset_size)");
+    }
+    if (r.begin <= floor) {
+      throw_state_error(where + " does not begin after " + (i == 0 ? "consumed " : "the previous range's end ") +
+                        std::to_string(floor) + " (expected sorted ranges separated by a gap)");
+    }
+    floor = r.end;
+  }
+}
+
+// Enough bytes for the byte form of `count` ahead ranges, or 0 when that overflows.
+[[nodiscard]] constexpr std::size_t state_bytes_for(std::uint64_t count) noexcept {
+  return count > (SIZE_MAX - 64) / 16 ? 0 : static_cast<std::size_t>(64 + 16 * count);
 }
 
 }  // namespace detail
@@ -238,9 +310,17 @@ inline std::string StateKey::describe() const {
 }
 
 inline std::string SamplerState::to_text() const {
-  return "distsampler-state v" + std::to_string(current_version) + " dataset_size=" + std::to_string(dataset_size) +
-         " seed=" + std::to_string(seed) + " epoch=" + std::to_string(epoch) +
-         " consumed=" + std::to_string(consumed) + " fingerprint=" + detail::hex64(fingerprint);
+  std::string out = "distsampler-state v" + std::to_string(written_version()) +
+                    " dataset_size=" + std::to_string(dataset_size) + " seed=" + std::to_string(seed) +
+                    " epoch=" + std::to_string(epoch) + " consumed=" + std::to_string(consumed);
+  if (!ahead.empty()) {
+    out += " ahead=";
+    for (std::size_t i = 0; i < ahead.size(); ++i) {
+      if (i != 0) out += ',';
+      out += std::to_string(ahead[i].begin) + "-" + std::to_string(ahead[i].end);
+    }
+  }
+  return out + " fingerprint=" + detail::hex64(fingerprint);
 }
 
 inline SamplerState SamplerState::from_text(std::string_view text) {
@@ -249,11 +329,11 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   in.literal("distsampler-state", "magic");
   in.literal(" v", "version prefix");
   const std::uint64_t version = in.decimal("version");
-  if (version != current_version) {
+  if (version != 1 && version != 2) {
     detail::throw_state_error("SamplerState::from_text: unsupported version " + std::to_string(version) +
-                              " (expected " + std::to_string(current_version) + ")");
+                              " (expected 1 or 2)");
   }
-  s.version = current_version;
+  s.version = static_cast<std::uint32_t>(version);
   in.literal(" dataset_size=", "key");
   s.dataset_size = in.decimal("dataset_size");
   in.literal(" seed=", "key");
@@ -262,6 +342,16 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   s.epoch = in.decimal("epoch");
   in.literal(" consumed=", "key");
   s.consumed = in.decimal("consumed");
+  if (version == 2) {
+    in.literal(" ahead=", "key");
+    do {
+      PositionRange r;
+      r.begin = in.decimal("ahead begin");
+      in.literal("-", "range separator");
+      r.end = in.decimal("ahead end");
+      s.ahead.push_back(r);
+    } while (in.optional(","));
+  }
   in.literal(" fingerprint=", "key");
   s.fingerprint = in.hex16("fingerprint");
   in.end();
@@ -269,19 +359,28 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   return s;
 }
 
-inline std::array<std::uint8_t, SamplerState::byte_size> SamplerState::to_bytes() const noexcept {
-  std::array<std::uint8_t, byte_size> out{};
+inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
+  const std::size_t size = ahead.empty() ? byte_size : detail::state_bytes_for(ahead.size());
+  std::vector<std::uint8_t> out(size, 0);
   out[0] = 'D';
   out[1] = 'S';
   out[2] = 'S';
   out[3] = 'T';
-  for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(4 + i)] = static_cast<std::uint8_t>(current_version >> (8 * i));
+  const std::uint32_t v = written_version();
+  for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(4 + i)] = static_cast<std::uint8_t>(v >> (8 * i));
   detail::put_u64_le(out.data() + 8, dataset_size);
   detail::put_u64_le(out.data() + 16, seed);
   detail::put_u64_le(out.data() + 24, epoch);
   detail::put_u64_le(out.data() + 32, consumed);
   detail::put_u64_le(out.data() + 40, fingerprint);
-  detail::put_u64_le(out.data() + 48, detail::state_checksum(out.data()));
+  if (!ahead.empty()) {
+    detail::put_u64_le(out.data() + 48, ahead.size());
+    for (std::size_t i = 0; i < ahead.size(); ++i) {
+      detail::put_u64_le(out.data() + 56 + 16 * i, ahead[i].begin);
+      detail::put_u64_le(out.data() + 64 + 16 * i, ahead[i].end);
+    }
+  }
+  detail::put_u64_le(out.data() + size - 8, detail::state_checksum(out.data(), size));
   return out;
 }
 
@@ -298,17 +397,28 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   if (size < 8) truncated(8);
   std::uint32_t version = 0;
   for (int i = 3; i >= 0; --i) version = (version << 8) | data[4 + i];
-  if (version != current_version) {
-    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected " +
-                              std::to_string(current_version) + ")");
+  if (version != 1 && version != 2) {
+    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1 or 2)");
   }
-  if (size < byte_size) truncated(byte_size);
-  if (size > byte_size) {
-    detail::throw_state_error(who + std::to_string(size - byte_size) + " trailing bytes (expected exactly " +
-                              std::to_string(byte_size) + ")");
+  std::size_t expected = byte_size;
+  std::uint64_t count = 0;
+  if (version == 2) {
+    if (size < 56) truncated(56);
+    count = detail::get_u64_le(data + 48);
+    if (count == 0) detail::throw_state_error(who + "version 2 with 0 ahead ranges (expected at least 1)");
+    expected = detail::state_bytes_for(count);
+    if (expected == 0) {
+      detail::throw_state_error(who + "ahead range count " + std::to_string(count) +
+                                " is too large for any input (expected a count that fits in memory)");
+    }
   }
-  const std::uint64_t stored = detail::get_u64_le(data + 48);
-  const std::uint64_t computed = detail::state_checksum(data);
+  if (size < expected) truncated(expected);
+  if (size > expected) {
+    detail::throw_state_error(who + std::to_string(size - expected) + " trailing bytes (expected exactly " +
+                              std::to_string(expected) + ")");
+  }
+  const std::uint64_t stored = detail::get_u64_le(data + size - 8);
+  const std::uint64_t computed = detail::state_checksum(data, size);
   if (stored != computed) {
     detail::throw_state_error(who + "checksum mismatch (stored " + detail::hex64(stored) + ", computed " +
                               detail::hex64(computed) + "; the state is corrupted)");
@@ -320,6 +430,11 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   s.epoch = detail::get_u64_le(data + 24);
   s.consumed = detail::get_u64_le(data + 32);
   s.fingerprint = detail::get_u64_le(data + 40);
+  s.ahead.resize(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < s.ahead.size(); ++i) {
+    s.ahead[i].begin = detail::get_u64_le(data + 56 + 16 * i);
+    s.ahead[i].end = detail::get_u64_le(data + 64 + 16 * i);
+  }
   detail::check_consumed(s, "SamplerState::from_bytes");
   return s;
 }
@@ -328,9 +443,8 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
   const std::string prefix(who);
   const std::uint64_t want = expected.fingerprint();
   const std::string prints = "state fingerprint " + detail::hex64(fingerprint) + ", expected " + detail::hex64(want);
-  if (version != current_version) {
-    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected " +
-                              std::to_string(current_version) + ")");
+  if (version != 1 && version != 2) {
+    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1 or 2)");
   }
   if (dataset_size != expected.dataset_size) {
     detail::throw_state_error(prefix + ": dataset_size differs (state has " + std::to_string(dataset_size) +
@@ -341,7 +455,13 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
                               std::to_string(expected.seed) + "; " + prints + ")");
   }
   detail::check_consumed(*this, prefix.c_str());
-  if (fingerprint == want) return;
+  if (fingerprint == want) {
+    if (!ahead.empty() && expected.sampler != "shard") {
+      detail::throw_state_error(prefix + ": the state has " + std::to_string(ahead.size()) +
+                                " ahead ranges (expected none: only StreamingShardSampler resumes them)");
+    }
+    return;
+  }
   // Find the single option that explains the difference, so the message can name it.
   auto differs = [&](const char* field, const std::string& saved, const std::string& mine) {
     detail::throw_state_error(prefix + ": " + field + " differs (state was saved with " + field + "=" + saved +
@@ -366,7 +486,7 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
       differs("engine", std::string(e), std::string(expected.engine));
     }
   }
-  for (const std::string_view k : {"distributed", "batch"}) {
+  for (const std::string_view k : {"distributed", "batch", "shard"}) {
     alt = expected;
     alt.sampler = k;
     if (k != expected.sampler && alt.fingerprint() == fingerprint) {
