@@ -2,12 +2,14 @@
 // SPDX-License-Identifier: MIT
 //
 //   shard_reader write DIR                       writes DIR/shard-NNNNN.txt (one record per line)
-//   shard_reader read DIR WORKERS [DONE [STATE_IN]]
+//   shard_reader read DIR SEGMENT WORKERS [STOP [STATE_IN]]
 //        run as one rank (RANK / WORLD_SIZE from the environment); one thread per worker
-//        reads its stream's records from the files into DIR/read-<segment>-r<rank>-w<worker>.txt.
-//        DONE: stop every worker after DONE samples and (rank 0) save the state to DIR/state.txt.
-//        STATE_IN: resume from that saved state (any world size and worker count).
-//   shard_reader check DIR                       reads every DIR/read-* file and prints "VERDICT: ..."
+//        reads its stream's records from the files into DIR/read-SEGMENT-r<rank>-w<worker>.txt.
+//        STOP: "all", or BxS: stop where a data loader taking batches of S from the workers
+//        in turn has yielded B batches (so workers stop at different counts, anywhere in a
+//        block), and (rank 0) save the state to DIR/state-SEGMENT.txt.
+//        STATE_IN: resume from a saved state (any world size and worker count).
+//   shard_reader check DIR FILE...               reads the given read files and prints "VERDICT: ..."
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,24 +85,35 @@ class ShardFiles {
   std::map<std::uint64_t, std::vector<std::string>> open_;
 };
 
-int read_rank(const std::string& dir, std::uint64_t workers, std::uint64_t done, const std::string& state_in) {
+int read_rank(const std::string& dir, const std::string& segment, std::uint64_t workers, const std::string& stop,
+              const std::string& state_in) {
   const auto world = distsampler::World::from_env();
   distsampler::StreamingShardSampler sampler(shard_sizes, world, workers, demo_options());
-  std::string segment = "a";
   if (!state_in.empty()) {
     std::ifstream in(state_in);
     std::string text;
     std::getline(in, text);
     sampler.load_state(distsampler::SamplerState::from_text(text));
-    segment = "b";
   } else {
     sampler.set_epoch(3);
+  }
+  // How far each worker reads: all of its stream, or what the loader handed out.
+  std::vector<std::uint64_t> done;
+  std::uint64_t batches = 0, batch_size = 0;
+  if (stop == "all") {
+    for (std::uint64_t w = 0; w < workers; ++w) done.push_back(sampler.worker_size(w));
+  } else {
+    const auto x = stop.find('x');
+    if (x == std::string::npos) throw std::invalid_argument("STOP must be \"all\" or BxS, got \"" + stop + "\"");
+    batches = std::stoull(stop.substr(0, x));
+    batch_size = std::stoull(stop.substr(x + 1));
+    done = sampler.loader_worker_done(batches, batch_size);
   }
   std::vector<std::thread> threads;
   for (std::uint64_t w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       ShardFiles files(dir);
-      const std::uint64_t n = std::min(done, sampler.worker_size(w));
+      const std::uint64_t n = done[static_cast<std::size_t>(w)];
       std::ofstream out(dir + "/read-" + segment + "-r" + std::to_string(world.rank) + "-w" + std::to_string(w) + ".txt");
       // Follow the read plan a block at a time: the loader knows which files to keep open.
       for (std::uint64_t i = 0; i < n; i += sampler.block_size()) {
@@ -114,11 +128,13 @@ int read_rank(const std::string& dir, std::uint64_t workers, std::uint64_t done,
     });
   }
   for (auto& t : threads) t.join();
-  if (done != UINT64_MAX && world.rank == 0) {
-    std::ofstream(dir + "/state.txt") << sampler.state(done).to_text() << '\n';
+  if (stop != "all" && world.rank == 0) {
+    std::ofstream(dir + "/state-" + segment + ".txt") << sampler.state_after_batches(batches, batch_size).to_text()
+                                                      << '\n';
   }
-  std::cout << "rank " << world.rank << " of " << world.world_size << ": " << workers << " workers, "
-            << sampler.size() << " samples" << (state_in.empty() ? "" : " (resumed)") << '\n';
+  std::cout << "rank " << world.rank << " of " << world.world_size << ": " << workers << " workers read";
+  for (const auto d : done) std::cout << ' ' << d;
+  std::cout << " of " << sampler.size() << " samples" << (state_in.empty() ? "" : " (resumed)") << '\n';
   return 0;
 }
 
@@ -161,12 +177,12 @@ int check(const std::string& dir, const std::vector<std::string>& files) {
 int main(int argc, char** argv) try {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 2 && args[0] == "write") return write_dataset(args[1]);
-  if (args.size() >= 3 && args.size() <= 5 && args[0] == "read") {
-    const std::uint64_t done = args.size() >= 4 ? std::stoull(args[3]) : UINT64_MAX;
-    return read_rank(args[1], std::stoull(args[2]), done, args.size() == 5 ? args[4] : "");
+  if (args.size() >= 4 && args.size() <= 6 && args[0] == "read") {
+    return read_rank(args[1], args[2], std::stoull(args[3]), args.size() >= 5 ? args[4] : "all",
+                     args.size() == 6 ? args[5] : "");
   }
   if (args.size() >= 3 && args[0] == "check") return check(args[1], {args.begin() + 2, args.end()});
-  std::cerr << "usage: shard_reader write DIR | read DIR WORKERS [DONE [STATE]] | check DIR FILE...\n";
+  std::cerr << "usage: shard_reader write DIR | read DIR SEGMENT WORKERS [STOP [STATE]] | check DIR FILE...\n";
   return 2;
 } catch (const std::exception& e) {
   std::cerr << "shard_reader: " << e.what() << '\n';

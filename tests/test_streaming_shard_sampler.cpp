@@ -139,15 +139,32 @@ ShardSamplerOptions small_options(std::uint64_t variant, Tail tail, std::uint64_
   return o;
 }
 
-// The resumable points of a segment (see StreamingShardSampler::state).
-std::vector<std::uint64_t> resumable_points(const StreamingShardSampler& s) {
-  const std::uint64_t r = s.dataset_size() - s.start(), k = s.consumers(), even = r / k, b = s.block_size();
-  std::vector<std::uint64_t> points;
-  for (std::uint64_t d = 0; d + b <= even; d += b) points.push_back(d);
-  points.push_back((even / b) * b);
-  points.push_back(even);
-  if (r % k != 0 && s.options().tail != Tail::drop) points.push_back(even + 1);
-  return points;
+// The set of global-order positions a state marks consumed, from its documented meaning.
+std::vector<bool> consumed_positions(const SamplerState& st) {
+  std::vector<bool> done(static_cast<std::size_t>(st.dataset_size), false);
+  for (std::uint64_t p = 0; p < st.consumed; ++p) done[static_cast<std::size_t>(p)] = true;
+  for (const auto& r : st.ahead) {
+    for (std::uint64_t p = r.begin; p < r.end; ++p) done[static_cast<std::size_t>(p)] = true;
+  }
+  return done;
+}
+
+// Torch's DataLoader over iterable workers, simulated step by step: batch j comes from
+// the next worker in turn that still has samples; returns samples handed out per worker.
+std::vector<std::uint64_t> simulate_loader(const std::vector<std::uint64_t>& worker_sizes, std::uint64_t batches,
+                                           std::uint64_t batch_size) {
+  std::vector<std::uint64_t> done(worker_sizes.size(), 0);
+  std::size_t w = 0;
+  for (std::uint64_t j = 0; j < batches; ++j) {
+    std::size_t tries = 0;
+    while (done[w] == worker_sizes[w]) {
+      w = (w + 1) % worker_sizes.size();
+      REQUIRE(++tries <= worker_sizes.size());
+    }
+    done[w] = std::min(worker_sizes[w], done[w] + batch_size);
+    w = (w + 1) % worker_sizes.size();
+  }
+  return done;
 }
 
 }  // namespace
@@ -236,21 +253,27 @@ TEST_CASE("the global order depends on seed, epoch, shard sizes and options, not
     for (std::uint64_t workers = 1; workers <= 3; ++workers) {
       const auto ranks = make_ranks(sizes, w, workers, o, 3);
       for (std::uint64_t p = 0; p < n; ++p) REQUIRE(ranks.back().at_global(p).index == order[static_cast<std::size_t>(p)]);
-      // At every resumable point, the consumers together have read exactly a prefix of it.
-      for (const std::uint64_t done : resumable_points(ranks.front())) {
-        std::set<std::uint64_t> read;
+      // After any equal progress d, the state marks exactly the positions read; at block
+      // boundaries of the full rounds, they are a prefix of the order.
+      const std::uint64_t longest = ranks.front().worker_size(0);
+      for (std::uint64_t done = 0; done <= longest; ++done) {
+        std::vector<bool> read(static_cast<std::size_t>(n), false);
         for (const auto& s : ranks) {
           for (std::uint64_t wk = 0; wk < workers; ++wk) {
             for (std::uint64_t i = 0; i < std::min(done, s.worker_size(wk)); ++i) {
               const auto x = s.sample(wk, i);
-              if (!x.is_padding) read.insert(x.index);
+              if (!x.is_padding) read[static_cast<std::size_t>(x.index)] = true;
             }
           }
         }
-        const std::uint64_t consumed = ranks.front().state(done).consumed;
-        INFO("W " << w << " workers " << workers << " done " << done << " consumed " << consumed);
-        REQUIRE(read.size() == consumed);
-        for (std::uint64_t p = 0; p < consumed; ++p) REQUIRE(read.count(order[static_cast<std::size_t>(p)]) == 1);
+        const SamplerState st = ranks[static_cast<std::size_t>(done % w)].state(done);
+        INFO("W " << w << " workers " << workers << " done " << done << " state " << st.to_text());
+        const auto marked = consumed_positions(st);
+        for (std::uint64_t p = 0; p < n; ++p) {
+          REQUIRE(marked[static_cast<std::size_t>(p)] == read[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])]);
+        }
+        const std::uint64_t k = ranks.front().consumers(), b = ranks.front().block_size();
+        if (done % b == 0 && done <= (n / k / b) * b) CHECK(st.ahead.empty());
       }
     }
   }
@@ -295,8 +318,11 @@ TEST_CASE("shard order and within-shard order change every epoch", "[shards]") {
 
 TEST_CASE("resuming at random points with other world sizes and worker counts reads each sample exactly once",
           "[shards][resume]") {
+  // Segments of random length on random worlds; every consumer stops at its own random
+  // point (equal, per worker, per consumer, or where a round-robin loader stops). The
+  // state must mark exactly what was read, and the next segment must read the rest.
   TestRng rng{777};
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 150; ++trial) {
     const auto sizes = random_sizes(rng, 12, 30);
     const Tail tail = trial % 3 == 0 ? Tail::pad : trial % 3 == 1 ? Tail::drop : Tail::uneven;
     auto options = small_options(static_cast<std::uint64_t>(trial), tail, rng.next());
@@ -304,9 +330,10 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
     std::uint64_t n = 0;
     for (auto s : sizes) n += s;
     std::vector<std::uint64_t> reads(static_cast<std::size_t>(n), 0);
+    std::vector<bool> read_pos(static_cast<std::size_t>(n), false);  // by global-order position
     std::string saved;
     std::uint64_t last_dropped = 0;
-    const int segments = 1 + static_cast<int>(rng.below(4));
+    const int segments = 1 + static_cast<int>(rng.below(5));
     for (int seg = 0; seg < segments; ++seg) {
       const std::uint64_t w = 1 + rng.below(6), workers = 1 + rng.below(3);
       std::vector<StreamingShardSampler> ranks;
@@ -315,25 +342,78 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
         if (saved.empty()) {
           ranks.back().set_epoch(epoch);
         } else {
-          ranks.back().load_state(SamplerState::from_text(saved));
+          ranks.back().load_state(rng.below(2) == 0 ? SamplerState::from_text(saved)
+                                                    : SamplerState::from_bytes(SamplerState::from_text(saved).to_bytes()));
         }
       }
+      const auto& s0 = ranks.front();
+      // The segment is exactly what earlier segments left.
+      {
+        std::vector<bool> in_segment(static_cast<std::size_t>(n), false);
+        for (const auto& r : s0.remaining_ranges()) {
+          for (std::uint64_t p = r.begin; p < r.end; ++p) in_segment[static_cast<std::size_t>(p)] = true;
+        }
+        for (std::uint64_t p = 0; p < n; ++p) REQUIRE(in_segment[static_cast<std::size_t>(p)] == !read_pos[static_cast<std::size_t>(p)]);
+      }
+      // The read plan still replays the stream with at most max_open_shards ranges open,
+      // also when the segment has holes.
+      for (std::uint64_t wk = 0; wk < workers; ++wk) check_plan_against_stream(ranks.back(), wk);
+      const std::uint64_t k = s0.consumers();
+      std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+      SamplerState state;
       const bool final_segment = seg + 1 == segments;
-      const auto points = resumable_points(ranks.front());
-      const std::uint64_t done = final_segment ? points.back() : points[static_cast<std::size_t>(rng.below(points.size()))];
-      for (const auto& s : ranks) {
-        for (std::uint64_t wk = 0; wk < workers; ++wk) {
-          for (std::uint64_t i = 0; i < std::min(done, s.worker_size(wk)); ++i) {
-            const auto x = s.sample(wk, i);
-            if (!x.is_padding) ++reads[static_cast<std::size_t>(x.index)];
+      const std::uint64_t how = final_segment ? 0 : rng.below(4);
+      if (how == 0) {  // equal progress
+        const std::uint64_t d = final_segment ? s0.worker_size(0) : rng.below(s0.worker_size(0) + 1);
+        for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = std::min(d, s0.consumer_size(c));
+        state = ranks[static_cast<std::size_t>(rng.below(w))].state(d);
+      } else if (how == 1) {  // per worker, equal across ranks
+        std::vector<std::uint64_t> per(static_cast<std::size_t>(workers));
+        std::uint64_t shortest = UINT64_MAX;
+        for (std::uint64_t c = 0; c < k; ++c) shortest = std::min(shortest, s0.consumer_size(c));
+        for (auto& d : per) d = rng.below(shortest + 1);
+        for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = per[static_cast<std::size_t>(c / w)];
+        state = ranks[static_cast<std::size_t>(rng.below(w))].state_per_worker(per);
+      } else if (how == 2) {  // every consumer on its own
+        for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = rng.below(s0.consumer_size(c) + 1);
+        state = s0.state_per_consumer(done);
+      } else {  // a round-robin loader on every rank
+        const std::uint64_t batch = 1 + rng.below(7);
+        std::uint64_t most = 0;
+        std::vector<std::vector<std::uint64_t>> rank_sizes(static_cast<std::size_t>(w));
+        for (std::uint64_t r = 0; r < w; ++r) {
+          std::uint64_t total = 0;
+          for (std::uint64_t wk = 0; wk < workers; ++wk) {
+            const std::uint64_t size = ranks[static_cast<std::size_t>(r)].worker_size(wk);
+            rank_sizes[static_cast<std::size_t>(r)].push_back(size);
+            total += (size + batch - 1) / batch;
           }
+          most = std::max(most, total);
+        }
+        const std::uint64_t batches = rng.below(most + 1);
+        for (std::uint64_t r = 0; r < w; ++r) {
+          std::uint64_t total = 0;
+          for (const auto size : rank_sizes[static_cast<std::size_t>(r)]) total += (size + batch - 1) / batch;
+          const auto per = simulate_loader(rank_sizes[static_cast<std::size_t>(r)], std::min(batches, total), batch);
+          if (batches <= total) CHECK(ranks[static_cast<std::size_t>(r)].loader_worker_done(batches, batch) == per);
+          for (std::uint64_t wk = 0; wk < workers; ++wk) done[static_cast<std::size_t>(wk * w + r)] = per[static_cast<std::size_t>(wk)];
+        }
+        state = ranks[static_cast<std::size_t>(rng.below(w))].state_after_batches(batches, batch);
+      }
+      for (std::uint64_t c = 0; c < k; ++c) {
+        const auto& s = ranks[static_cast<std::size_t>(c % w)];
+        for (std::uint64_t i = 0; i < done[static_cast<std::size_t>(c)]; ++i) {
+          const auto x = s.consumer_sample(c, i);
+          if (x.is_padding) continue;
+          ++reads[static_cast<std::size_t>(x.index)];
+          read_pos[static_cast<std::size_t>(s.consumer_position(c, i))] = true;
         }
       }
-      const SamplerState state = ranks[static_cast<std::size_t>(rng.below(w))].state(done);
+      INFO("trial " << trial << " segment " << seg << " how " << how << " state " << state.to_text());
       CHECK(state.epoch == epoch);
+      CHECK(consumed_positions(state) == read_pos);
       saved = state.to_text();
-      const std::uint64_t r = n - ranks.front().start();
-      last_dropped = tail == Tail::drop ? r % ranks.front().consumers() : 0;
+      last_dropped = tail == Tail::drop ? (n - s0.start()) % k : 0;
     }
     INFO("trial " << trial << " n " << n << " tail " << distsampler::to_string(tail));
     std::uint64_t missing = 0;
@@ -345,20 +425,49 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
   }
 }
 
-TEST_CASE("saved state round-trips and is rejected by another layout or option set", "[shards][resume]") {
+TEST_CASE("a stop inside blocks records the documented ranges, round-trips and is rejected by other layouts",
+          "[shards][resume]") {
   ShardSamplerOptions o;
   o.run_length = 2;
   o.max_open_shards = 2;
   o.canonical_streams = 4;
+  // 220 samples, 4 consumers, blocks of 4: consumer c reads blocks c, c + 4, ... of the
+  // order, so 3 samples each leave [0, 3) done and 3 of each of blocks 1..3 ahead.
   StreamingShardSampler s({100, 50, 0, 70}, World(1, 2), 2, o);
   s.set_epoch(4);
-  const SamplerState st = s.state(8);
-  CHECK(st.consumed == 8 * 4);
+  const SamplerState st = s.state(3);
+  CHECK(st.consumed == 3);
+  CHECK(st.ahead == std::vector<distsampler::PositionRange>{{4, 7}, {8, 11}, {12, 15}});
+  CHECK(st.consumed_total() == 12);
+  CHECK(st.to_text().rfind("distsampler-state v2 dataset_size=220 seed=0 epoch=4 consumed=3 ahead=4-7,8-11,12-15 "
+                           "fingerprint=0x", 0) == 0);
+  // At a block boundary of every consumer the state is a plain prefix (version 1).
+  const SamplerState at8 = s.state(8);
+  CHECK(at8.consumed == 32);
+  CHECK(at8.ahead.empty());
+  CHECK(at8.to_bytes().size() == SamplerState::byte_size);
+  // Per worker: workers 0 (consumers 0, 1) read 5, workers 1 (consumers 2, 3) read 2:
+  // blocks 0 and 1 whole, 2 and 3 two each, and one of blocks 4 and 5.
+  const SamplerState pw = s.state_per_worker({5, 2});
+  CHECK(pw.consumed == 10);
+  CHECK(pw.ahead == std::vector<distsampler::PositionRange>{{12, 14}, {16, 17}, {20, 21}});
+  CHECK(s.state_per_consumer({5, 5, 2, 2}) == pw);
+  // All done: everything consumed.
+  CHECK(s.state(55).consumed == 220);
+  CHECK(s.state(55).ahead.empty());
+
   const auto bytes = st.to_bytes();
+  CHECK(bytes.size() == 64 + 16 * 3);
   StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), 1, o);
   t.load_state(SamplerState::from_bytes(bytes.data(), bytes.size()));
   CHECK(t.epoch() == 4);
-  CHECK(t.start() == 32);
+  CHECK(t.start() == 12);
+  CHECK(t.remaining_ranges() ==
+        std::vector<distsampler::PositionRange>{{3, 4}, {7, 8}, {11, 12}, {15, 220}});
+  CHECK(t.consumer_position(0, 0) == 3);  // the first block of the segment takes the holes first
+  CHECK(t.consumer_position(0, 1) == 7);
+  CHECK(t.consumer_position(0, 3) == 15);
+  CHECK(t.consumer_position(1, 0) == 16);
   StreamingShardSampler other_layout({100, 50, 70, 0}, World(), 1, o);
   CHECK_THROWS_AS(other_layout.load_state(st), distsampler::state_error);
   auto o2 = o;
@@ -369,9 +478,45 @@ TEST_CASE("saved state round-trips and is rejected by another layout or option s
   o3.shuffle = false;
   StreamingShardSampler unshuffled({100, 50, 0, 70}, World(), 1, o3);
   CHECK_THROWS_AS(unshuffled.load_state(st), distsampler::state_error);
-  CHECK_THROWS_WITH(s.state(3),
-                    "StreamingShardSampler::state: samples_done 3 is not a resumable point (expected a multiple "
-                    "of block_size up to 52, or 55, or 55)");
+}
+
+TEST_CASE("stopping points past a stream's end and bad loader arguments throw config_error", "[shards][resume][errors]") {
+  ShardSamplerOptions o;
+  o.run_length = 2;
+  o.max_open_shards = 2;
+  o.canonical_streams = 4;
+  o.tail = Tail::uneven;
+  // 221 samples over 4 consumers, uneven: consumer 0 has 56, the others 55.
+  StreamingShardSampler s({100, 51, 0, 70}, World(1, 2), 2, o);
+  CHECK_NOTHROW(s.state(56));
+  CHECK_THROWS_WITH(s.state(57), "StreamingShardSampler::state: samples_done 57 exceeds the longest worker stream of "
+                                 "this segment (56 samples)");
+  CHECK_THROWS_WITH(s.state_per_worker({1}),
+                    "StreamingShardSampler::state_per_worker: 1 entries (expected num_workers = 2)");
+  CHECK_THROWS_WITH(s.state_per_worker({56, 0}),
+                    "StreamingShardSampler::state_per_worker: worker 0 read 56 samples, past the end of rank 1's "
+                    "stream of 55 (expected at most 55)");
+  CHECK_THROWS_WITH(s.state_per_consumer({0, 0, 0}),
+                    "StreamingShardSampler::state_per_consumer: 3 entries (expected consumers() = 4)");
+  CHECK_THROWS_WITH(s.state_per_consumer({0, 56, 0, 0}),
+                    "StreamingShardSampler::state_per_consumer: consumer 1 read 56 samples, past the end of its "
+                    "stream of 55 (expected at most 55)");
+  CHECK_THROWS_WITH(s.loader_worker_done(1, 0),
+                    "StreamingShardSampler::loader_worker_done: batch_size is 0 (expected at least 1)");
+  // Rank 1's workers are consumers 1 and 3, 55 samples each: 6 batches of 10 each.
+  CHECK(s.loader_worker_done(12, 10) == std::vector<std::uint64_t>{55, 55});
+  CHECK(s.loader_worker_done(3, 10) == std::vector<std::uint64_t>{20, 10});
+  CHECK_THROWS_WITH(s.loader_worker_done(13, 10),
+                    "StreamingShardSampler::loader_worker_done: batches 13 exceeds the 12 batches of this rank's "
+                    "workers at batch_size 10");
+  CHECK_THROWS_WITH(s.state_after_batches(1, 0),
+                    "StreamingShardSampler::state_after_batches: batch_size is 0 (expected at least 1)");
+  // Rank 0 (consumers 0 and 2: 56 and 55) has 12 batches of 5 ... 56 / 5 -> 12, 55 / 5 -> 11.
+  CHECK_NOTHROW(s.state_after_batches(23, 5));
+  CHECK_THROWS_WITH(s.state_after_batches(24, 5),
+                    "StreamingShardSampler::state_after_batches: batches 24 exceeds the 23 batches of the largest "
+                    "rank at batch_size 5");
+  CHECK(s.state_after_batches(23, 5).consumed == 221);
 }
 
 TEST_CASE("totals up to 2^64 - 1 are accepted and larger ones rejected", "[shards]") {

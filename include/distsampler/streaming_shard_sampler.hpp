@@ -113,12 +113,13 @@ struct ShardEpochLayout {
 ///     then run 1, ...) and each group of m consecutive runs forms a block of m * L
 ///     samples, read round-robin across its m runs;
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
-/// A segment of the epoch starting at global position `start` (0, or a resumed
-/// state's `consumed`) gives consumer k = worker * W + rank blocks k, k + K, k + 2K ...
-/// of G[start, N) (K = W * num_workers), then an equal contiguous share of the last
-/// partial round, then the tail slot. So whenever every consumer has read a multiple of
-/// block_size() samples, together they read exactly G[start, start + K * done), which is
-/// why a state saved there resumes exactly once on any world size and worker count.
+/// A segment of the epoch is the sequence V of G's positions not yet consumed, in G
+/// order: all of G after set_epoch, or what a loaded SamplerState leaves. Consumer
+/// k = worker * W + rank reads blocks k, k + K, k + 2K ... of V (K = W * num_workers),
+/// then an equal contiguous share of the last partial round, then the tail slot. A state
+/// saved after any per-consumer progress records exactly the consumed positions of G
+/// (a prefix plus a few ranges ahead of it), so it resumes exactly once on any world
+/// size and worker count, and a resumed segment can be saved and resumed again.
 ///
 /// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
 /// minus R mod K dropped positions); every consumer has the same count (uneven: counts
@@ -142,56 +143,149 @@ class StreamingShardSampler {
     world_.validate("StreamingShardSampler");
     validate();
     replan();
+    set_remaining({});
   }
 
   /// Selects the epoch and starts it from its beginning. O(shards).
   void set_epoch(std::uint64_t epoch) {
     epoch_ = epoch;
-    start_ = 0;
     replan();
+    set_remaining({});
   }
 
-  /// Continues the epoch recorded in `state` (saved by `state()` of a sampler with the
-  /// same shard sizes and options, on any world size and worker count): positions
-  /// [state.consumed, N) of that epoch's global order are split over this sampler's
-  /// consumers. Throws state_error when the state belongs to other shards or options.
+  /// Continues the epoch recorded in `state` (saved by a `state*()` member of a sampler
+  /// with the same shard sizes and options, on any world size and worker count): the
+  /// positions of that epoch's global order the state does not mark consumed are split
+  /// over this sampler's consumers. Throws state_error when the state belongs to other
+  /// shards or options, or is malformed. O(shards + ahead ranges).
   void load_state(const SamplerState& state) {
     const std::string engine = engine_name();
     state.validate(state_key(engine), "StreamingShardSampler::load_state");
     epoch_ = state.epoch;
-    start_ = state.consumed;
     replan();
+    std::vector<PositionRange> done = state.ahead;
+    if (state.consumed != 0) done.insert(done.begin(), PositionRange{0, state.consumed});
+    set_remaining(done);
   }
 
-  /// The state after every consumer of this segment has read its first `samples_done`
-  /// samples. Resumable points: multiples of block_size() up to the last full round, the
-  /// end of the even share (`samples_done == worker_size` without the tail slot), and
-  /// the end of the segment. Throws config_error for any other value. O(1).
+  /// The state after every consumer of this segment has read the first `samples_done`
+  /// samples of its stream (a consumer with a shorter stream, under Tail::uneven, all of
+  /// it). Any count works, not only block boundaries. Throws config_error when
+  /// samples_done exceeds the longest stream. O(consumers + ranges).
   [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
-    const std::uint64_t r = remaining(), k = consumers(), even = r / k, b = block_size();
-    const std::uint64_t full_rounds_end = (even / b) * b;
-    const std::uint64_t last = even + (r % k != 0 && options_.tail != Tail::drop ? 1 : 0);
-    std::uint64_t consumed = 0;
-    if (samples_done > even) {
-      if (samples_done != last) fail_state_point(samples_done, full_rounds_end, even, last);
-      consumed = n_;
-    } else {
-      if (samples_done % b != 0 && samples_done != even) fail_state_point(samples_done, full_rounds_end, even, last);
-      consumed = start_ + samples_done * k;
+    const std::uint64_t k = consumers(), longest = consumer_size(0);
+    if (samples_done > longest) {
+      detail::throw_config_error("StreamingShardSampler::state: samples_done " + std::to_string(samples_done) +
+                                 " exceeds the longest worker stream of this segment (" + std::to_string(longest) +
+                                 " samples)");
     }
-    const std::string engine = engine_name();
-    SamplerState s;
-    s.dataset_size = n_;
-    s.seed = options_.seed;
-    s.epoch = epoch_;
-    s.consumed = consumed;
-    s.fingerprint = state_key(engine).fingerprint();
-    return s;
+    std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+    for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = std::min(samples_done, consumer_size(c));
+    return state_of(done);
+  }
+
+  /// The state after worker w of every rank has read the first `worker_done[w]` samples
+  /// of its stream (one entry per worker; the usual case, since ranks run in lockstep).
+  /// Throws config_error for a wrong entry count or an entry past its stream's end.
+  /// O(consumers + ranges).
+  [[nodiscard]] SamplerState state_per_worker(const std::vector<std::uint64_t>& worker_done) const {
+    if (worker_done.size() != num_workers_) {
+      detail::throw_config_error("StreamingShardSampler::state_per_worker: " + std::to_string(worker_done.size()) +
+                                 " entries (expected num_workers = " + std::to_string(num_workers_) + ")");
+    }
+    const std::uint64_t w_size = world_.world_size;
+    std::vector<std::uint64_t> done(static_cast<std::size_t>(consumers()));
+    for (std::uint64_t w = 0; w < num_workers_; ++w) {
+      for (std::uint64_t r = 0; r < w_size; ++r) {
+        const std::uint64_t c = w * w_size + r, d = worker_done[static_cast<std::size_t>(w)];
+        if (d > consumer_size(c)) {
+          detail::throw_config_error("StreamingShardSampler::state_per_worker: worker " + std::to_string(w) +
+                                     " read " + std::to_string(d) + " samples, past the end of rank " +
+                                     std::to_string(r) + "'s stream of " + std::to_string(consumer_size(c)) +
+                                     " (expected at most " + std::to_string(consumer_size(c)) + ")");
+        }
+        done[static_cast<std::size_t>(c)] = d;
+      }
+    }
+    return state_of(done);
+  }
+
+  /// The state after consumer c (= worker * world_size + rank) has read the first
+  /// `consumer_done[c]` samples of its stream, for every consumer of the job: the general
+  /// form, for ranks that did not run in lockstep (gather the counts first). Throws
+  /// config_error for a wrong entry count or an entry past its stream's end.
+  /// O(consumers + ranges), where a consumer far ahead of the slowest adds one range per
+  /// block_size() samples of lead.
+  [[nodiscard]] SamplerState state_per_consumer(const std::vector<std::uint64_t>& consumer_done) const {
+    if (consumer_done.size() != consumers()) {
+      detail::throw_config_error("StreamingShardSampler::state_per_consumer: " +
+                                 std::to_string(consumer_done.size()) + " entries (expected consumers() = " +
+                                 std::to_string(consumers()) + ")");
+    }
+    for (std::uint64_t c = 0; c < consumers(); ++c) {
+      const std::uint64_t d = consumer_done[static_cast<std::size_t>(c)];
+      if (d > consumer_size(c)) {
+        detail::throw_config_error("StreamingShardSampler::state_per_consumer: consumer " + std::to_string(c) +
+                                   " read " + std::to_string(d) + " samples, past the end of its stream of " +
+                                   std::to_string(consumer_size(c)) + " (expected at most " +
+                                   std::to_string(consumer_size(c)) + ")");
+      }
+    }
+    return state_of(consumer_done);
+  }
+
+  /// How many samples each worker of this rank has handed out once a data loader has
+  /// yielded `batches` batches of up to `batch_size` samples, taking batch j from the
+  /// workers in turn (worker 0, 1, ..., skipping workers whose stream is exhausted), each
+  /// worker batching its own stream with a short last batch: torch's DataLoader with an
+  /// iterable dataset over `stream(worker)`. Throws config_error for batch_size 0 or more
+  /// batches than this rank's workers have. O(num_workers log num_workers).
+  [[nodiscard]] std::vector<std::uint64_t> loader_worker_done(std::uint64_t batches, std::uint64_t batch_size) const {
+    const std::string who = "StreamingShardSampler::loader_worker_done: ";
+    if (batch_size == 0) detail::throw_config_error(who + "batch_size is 0 (expected at least 1)");
+    const std::uint64_t total = rank_batches(world_.rank, batch_size);
+    if (batches > total) {
+      detail::throw_config_error(who + "batches " + std::to_string(batches) + " exceeds the " +
+                                 std::to_string(total) + " batches of this rank's workers at batch_size " +
+                                 std::to_string(batch_size));
+    }
+    return round_robin_done(world_.rank, batches, batch_size);
+  }
+
+  /// The state after the data loader of every rank yielded `batches` batches of
+  /// `batch_size`, or all it had (see loader_worker_done; ranks differ only under
+  /// Tail::uneven). Throws config_error for batch_size 0 or more batches than any rank
+  /// has. O(consumers log num_workers + ranges).
+  [[nodiscard]] SamplerState state_after_batches(std::uint64_t batches, std::uint64_t batch_size) const {
+    const std::string who = "StreamingShardSampler::state_after_batches: ";
+    if (batch_size == 0) detail::throw_config_error(who + "batch_size is 0 (expected at least 1)");
+    const std::uint64_t w_size = world_.world_size;
+    std::uint64_t most = 0;
+    for (std::uint64_t r = 0; r < w_size; ++r) most = std::max(most, rank_batches(r, batch_size));
+    if (batches > most) {
+      detail::throw_config_error(who + "batches " + std::to_string(batches) + " exceeds the " +
+                                 std::to_string(most) + " batches of the largest rank at batch_size " +
+                                 std::to_string(batch_size));
+    }
+    std::vector<std::uint64_t> done(static_cast<std::size_t>(consumers()));
+    for (std::uint64_t r = 0; r < w_size; ++r) {
+      const auto per_worker = round_robin_done(r, std::min(batches, rank_batches(r, batch_size)), batch_size);
+      for (std::uint64_t w = 0; w < num_workers_; ++w) {
+        done[static_cast<std::size_t>(w * w_size + r)] = per_worker[static_cast<std::size_t>(w)];
+      }
+    }
+    return state_of(done);
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
-  /// Global positions already consumed before this segment (0 unless resumed).
-  [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
+  /// Positions of the epoch consumed before this segment (0 unless resumed).
+  [[nodiscard]] std::uint64_t start() const noexcept { return n_ - remaining_; }
+  /// The ranges of the epoch's global order this segment reads, in order (its V).
+  [[nodiscard]] std::vector<PositionRange> remaining_ranges() const {
+    std::vector<PositionRange> out;
+    for (const Span& sp : spans_) out.push_back(PositionRange{sp.g, sp.g + sp.length});
+    return out;
+  }
   [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
   [[nodiscard]] std::uint64_t num_shards() const noexcept { return sizes_.size(); }
   [[nodiscard]] const std::vector<std::uint64_t>& shard_sizes() const noexcept { return sizes_; }
@@ -234,8 +328,14 @@ class StreamingShardSampler {
   }
 
   /// The global-order position (in [0, N)) of slot i of consumer k (k < consumers(),
-  /// i < consumer_size(k)). O(1).
+  /// i < consumer_size(k)). O(1) for a fresh epoch, O(log ranges) when resumed.
   [[nodiscard]] std::uint64_t consumer_position(std::uint64_t k, std::uint64_t i) const noexcept {
+    return to_global(consumer_segment_position(k, i));
+  }
+
+  /// The segment position (in [0, remaining)) of slot i of consumer k: the index into V,
+  /// this segment's remaining positions of G. O(1).
+  [[nodiscard]] std::uint64_t consumer_segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
     const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk, b = block_size();
     const std::uint64_t rounds = even / b, partial = even - rounds * b;
     std::uint64_t x = 0;
@@ -248,7 +348,7 @@ class StreamingShardSampler {
     } else {
       x = (k - extra) % r;  // padding wraps to the start of the remainder
     }
-    return start_ + x;
+    return x;
   }
 
   /// Samples consumer k reads (see worker_size). O(1).
@@ -315,8 +415,17 @@ class StreamingShardSampler {
     while (i < last) {
       // A chunk: consecutive slots that map to consecutive global positions.
       const std::uint64_t chunk_end = std::min(last, chunk_end_of(k, i));
-      const std::uint64_t g = consumer_position(k, i);
-      append_ranges(g, g + (chunk_end - i), i, out);
+      // The chunk's segment positions [x, x + len) may cross gaps between remaining ranges.
+      std::uint64_t x = consumer_segment_position(k, i), len = chunk_end - i, slot = i;
+      while (len != 0) {
+        const Span& sp = span_of(x);
+        const std::uint64_t piece = std::min(len, sp.v + sp.length - x);
+        const std::uint64_t g = sp.g + (x - sp.v);
+        append_ranges(g, g + piece, slot, out);
+        x += piece;
+        slot += piece;
+        len -= piece;
+      }
       i = chunk_end;
     }
     return out;
@@ -381,7 +490,166 @@ class StreamingShardSampler {
   };
 
  private:
-  [[nodiscard]] std::uint64_t remaining() const noexcept { return n_ - start_; }
+  // One range of remaining positions: G positions [g, g + length) are V positions [v, v + length).
+  struct Span {
+    std::uint64_t v = 0;
+    std::uint64_t g = 0;
+    std::uint64_t length = 0;
+  };
+
+  [[nodiscard]] std::uint64_t remaining() const noexcept { return remaining_; }
+
+  // The span holding segment position x (< remaining_).
+  [[nodiscard]] const Span& span_of(std::uint64_t x) const noexcept {
+    if (spans_.size() == 1) return spans_.front();
+    const auto it = std::upper_bound(spans_.begin(), spans_.end(), x,
+                                     [](std::uint64_t value, const Span& sp) { return value < sp.v; });
+    return *(it - 1);
+  }
+
+  [[nodiscard]] std::uint64_t to_global(std::uint64_t x) const noexcept {
+    const Span& sp = span_of(x);
+    return sp.g + (x - sp.v);
+  }
+
+  // Sorts and merges ranges (touching ones too) in place.
+  static void merge_ranges(std::vector<PositionRange>& ranges) {
+    std::sort(ranges.begin(), ranges.end(),
+              [](const PositionRange& a, const PositionRange& b) { return a.begin < b.begin; });
+    std::size_t out = 0;
+    for (const PositionRange& r : ranges) {
+      if (r.begin == r.end) continue;
+      if (out != 0 && r.begin <= ranges[out - 1].end) {
+        ranges[out - 1].end = std::max(ranges[out - 1].end, r.end);
+      } else {
+        ranges[out++] = r;
+      }
+    }
+    ranges.resize(out);
+  }
+
+  // Makes the segment the complement of `consumed` (G ranges, any order) in [0, N).
+  void set_remaining(std::vector<PositionRange> consumed) {
+    merge_ranges(consumed);
+    spans_.clear();
+    std::uint64_t g = 0, v = 0;
+    auto add = [&](std::uint64_t end) {
+      if (end > g) {
+        spans_.push_back(Span{v, g, end - g});
+        v += end - g;
+      }
+    };
+    for (const PositionRange& r : consumed) {
+      add(r.begin);
+      g = r.end;
+    }
+    add(n_);
+    remaining_ = v;
+  }
+
+  // Batches of `batch_size` the workers of rank r hold in all (short last batches count).
+  [[nodiscard]] std::uint64_t rank_batches(std::uint64_t r, std::uint64_t batch_size) const noexcept {
+    std::uint64_t total = 0;
+    for (std::uint64_t w = 0; w < num_workers_; ++w) {
+      const std::uint64_t size = consumer_size(w * world_.world_size + r);
+      total += size / batch_size + (size % batch_size != 0 ? 1 : 0);
+    }
+    return total;
+  }
+
+  // Samples each worker of rank r handed out after `batches` (<= rank_batches) round-robin
+  // batches, exhausted workers skipped.
+  [[nodiscard]] std::vector<std::uint64_t> round_robin_done(std::uint64_t r, std::uint64_t batches,
+                                                            std::uint64_t batch_size) const {
+    const auto nw = static_cast<std::size_t>(num_workers_);
+    std::vector<std::uint64_t> sizes(nw), per(nw);
+    for (std::size_t w = 0; w < nw; ++w) {
+      sizes[w] = consumer_size(static_cast<std::uint64_t>(w) * world_.world_size + r);
+      per[w] = sizes[w] / batch_size + (sizes[w] % batch_size != 0 ? 1 : 0);
+    }
+    // After t full turns worker w gave min(per[w], t) batches: find the largest t whose
+    // total fits, then the leftover batches go to the next workers still running, in turn.
+    std::vector<std::uint64_t> sorted = per;
+    std::sort(sorted.begin(), sorted.end());
+    std::uint64_t t = 0, below = 0;  // below: batches of the workers that ran out by turn t
+    std::size_t i = 0;
+    for (;;) {
+      while (i < nw && sorted[i] <= t) below += sorted[i++];
+      const auto active = static_cast<std::uint64_t>(nw - i);
+      if (active == 0) break;
+      if (below + sorted[i] * active > batches) {
+        t = (batches - below) / active;
+        break;
+      }
+      t = sorted[i];
+    }
+    std::uint64_t given = 0;
+    std::vector<std::uint64_t> done(nw);
+    for (std::size_t w = 0; w < nw; ++w) {
+      done[w] = std::min(per[w], t);
+      given += done[w];
+    }
+    for (std::size_t w = 0; w < nw && given < batches; ++w) {
+      if (per[w] > t) {
+        ++done[w];
+        ++given;
+      }
+    }
+    for (std::size_t w = 0; w < nw; ++w) done[w] = std::min(sizes[w], done[w] * batch_size);
+    return done;
+  }
+
+  // The state once consumer c has read its first done[c] slots (validated by the caller).
+  [[nodiscard]] SamplerState state_of(const std::vector<std::uint64_t>& done) const {
+    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk, b = block_size();
+    const std::uint64_t rounds = even / b, partial = even - rounds * b;
+    // Segment positions consumed, as ranges. Blocks every consumer finished form a prefix.
+    std::uint64_t common = UINT64_MAX;
+    for (const std::uint64_t d : done) common = std::min(common, std::min(d, rounds * b) / b);
+    std::vector<PositionRange> seg;
+    if (common != 0) seg.push_back(PositionRange{0, common * kk * b});
+    for (std::uint64_t k = 0; k < kk; ++k) {
+      const std::uint64_t d = done[static_cast<std::size_t>(k)], f = std::min(d, rounds * b);
+      for (std::uint64_t j = common; j < f / b; ++j) seg.push_back(PositionRange{(j * kk + k) * b, (j * kk + k + 1) * b});
+      if (f % b != 0) seg.push_back(PositionRange{((f / b) * kk + k) * b, ((f / b) * kk + k) * b + f % b});
+      if (d > rounds * b) {
+        const std::uint64_t first = rounds * b * kk + k * partial;
+        seg.push_back(PositionRange{first, first + (std::min(d, even) - rounds * b)});
+      }
+      if (d > even && k < extra) seg.push_back(PositionRange{even * kk + k, even * kk + k + 1});
+    }
+    merge_ranges(seg);
+    // To G positions: the gaps between spans were consumed before this segment.
+    std::vector<PositionRange> all;
+    std::uint64_t g = 0;
+    for (const Span& sp : spans_) {
+      if (sp.g > g) all.push_back(PositionRange{g, sp.g});
+      g = sp.g + sp.length;
+    }
+    if (n_ > g) all.push_back(PositionRange{g, n_});
+    for (const PositionRange& x : seg) {
+      std::uint64_t at = x.begin;
+      while (at < x.end) {
+        const Span& sp = span_of(at);
+        const std::uint64_t piece = std::min(x.end, sp.v + sp.length) - at;
+        all.push_back(PositionRange{sp.g + (at - sp.v), sp.g + (at - sp.v) + piece});
+        at += piece;
+      }
+    }
+    merge_ranges(all);
+    SamplerState s;
+    s.dataset_size = n_;
+    s.seed = options_.seed;
+    s.epoch = epoch_;
+    s.fingerprint = state_key(engine_name()).fingerprint();
+    std::size_t first = 0;
+    if (!all.empty() && all.front().begin == 0) {
+      s.consumed = all.front().end;
+      first = 1;
+    }
+    s.ahead.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+    return s;
+  }
 
   [[nodiscard]] StateKey state_key(const std::string& engine) const noexcept {
     // shuffle is folded into `engine` and the key always says true, so the shard layout
@@ -482,14 +750,6 @@ class StreamingShardSampler {
     }
   }
 
-  [[noreturn]] static void fail_state_point(std::uint64_t done, std::uint64_t rounds_end, std::uint64_t even,
-                                            std::uint64_t last) {
-    detail::throw_config_error("StreamingShardSampler::state: samples_done " + std::to_string(done) +
-                               " is not a resumable point (expected a multiple of block_size up to " +
-                               std::to_string(rounds_end) + ", or " + std::to_string(even) + ", or " +
-                               std::to_string(last) + ")");
-  }
-
   void validate() {
     const std::string who = "StreamingShardSampler: ";
     if (num_workers_ == 0) detail::throw_config_error(who + "num_workers is 0 (expected at least 1)");
@@ -572,7 +832,8 @@ class StreamingShardSampler {
   std::uint64_t leftover_runs_ = 0;
   std::uint64_t epoch_ = 0;
   std::uint64_t epoch_key_ = 0;
-  std::uint64_t start_ = 0;
+  std::vector<Span> spans_;  // the segment: remaining G ranges in order
+  std::uint64_t remaining_ = 0;
   std::shared_ptr<const detail::ShardEpochLayout> layout_;
 };
 
