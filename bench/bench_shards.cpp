@@ -31,9 +31,19 @@ void BM_ShardConstruct(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardConstruct)->Unit(benchmark::kMillisecond);
 
-void BM_ShardStreamPerSample(benchmark::State& state) {
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, {});
+// range(0): shuffle_window; range(1): 1 = resumed from a state saved mid-block (a
+// segment with one hole per consumer), 0 = a fresh epoch.
+distsampler::StreamingShardSampler stream_sampler(const benchmark::State& state) {
+  distsampler::ShardSamplerOptions o;
+  o.shuffle_window = static_cast<std::uint64_t>(state.range(0));
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, o);
   s.set_epoch(1);
+  if (state.range(1) != 0) s.load_state(s.state(1000003));
+  return s;
+}
+
+void BM_ShardStreamPerSample(benchmark::State& state) {
+  const auto s = stream_sampler(state);
   std::uint64_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(s.sample(5, i));
@@ -41,11 +51,10 @@ void BM_ShardStreamPerSample(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ShardStreamPerSample);
+BENCHMARK(BM_ShardStreamPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
 
 void BM_ShardReadPlanPerBlock(benchmark::State& state) {
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, {});
-  s.set_epoch(1);
+  const auto s = stream_sampler(state);
   std::uint64_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(s.read_plan(5, i, s.block_size()));
@@ -54,7 +63,15 @@ void BM_ShardReadPlanPerBlock(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(s.block_size()));
 }
-BENCHMARK(BM_ShardReadPlanPerBlock);
+BENCHMARK(BM_ShardReadPlanPerBlock)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({16, 1});
+
+void BM_ShardStateMidBlock(benchmark::State& state) {
+  // 512 consumers stopped 3 samples into a block: a state with 512 ranges.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, {});
+  s.set_epoch(1);
+  for (auto _ : state) benchmark::DoNotOptimize(s.state(1000003));
+}
+BENCHMARK(BM_ShardStateMidBlock)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

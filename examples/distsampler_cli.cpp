@@ -33,9 +33,12 @@ options:
   --torch-generation v1|v2.7     torch's large-n randperm (default v2.7 = current torch)
   --per-rank-seed          (check) seed each rank with seed + rank, the classic bug, to see it fail
   distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [--seed S] [--epoch E]
-                     [--tail pad|drop|uneven] [--max-open-shards M] [--ranges K]
+                     [--tail pad|drop|uneven] [--max-open-shards M] [--run-length L] [--window W]
+                     [--ranges K]
       print each consumer's (rank, worker) read plan: the shard ranges it reads, in order
-      (the first K, default 8); then check the whole epoch and print a verdict.
+      (the first K, default 8); then check the whole epoch and print a verdict. M shards are
+      read interleaved (default 8), in runs of L records (default 8), each lane's runs
+      shuffled within windows of W runs (default 16; 1 = in order)
       LIST is comma-separated sample counts; FILE has one count per line
   distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [--resume STATE]
                       [--steps S] [--seed S] [--epoch E] [--shuffle ...] [--tail ...]
@@ -91,7 +94,8 @@ Args parse(int argc, char** argv) {
   static const std::vector<std::string> with_value = {"--size",    "--world", "--rank",  "--seed",
                                                       "--epoch",   "--shuffle", "--tail", "--count",
                                                       "--torch-generation", "--shard-sizes", "--workers",
-                                                      "--max-open-shards", "--ranges", "--micro-batch", "--accum",
+                                                      "--max-open-shards", "--run-length", "--window", "--ranges",
+                                                      "--micro-batch", "--accum",
                                                       "--resume", "--steps", "--step"};
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -259,6 +263,8 @@ int run_shards(const Args& args) {
     options.tail = ds::parse_tail(*t);
   }
   if (auto m = get(args, "--max-open-shards")) options.max_open_shards = parse_u64("--max-open-shards", *m);
+  if (auto l = get(args, "--run-length")) options.run_length = parse_u64("--run-length", *l);
+  if (auto w = get(args, "--window")) options.shuffle_window = parse_u64("--window", *w);
   const std::uint64_t epoch = get(args, "--epoch") ? parse_u64("--epoch", *get(args, "--epoch")) : 0;
   const std::uint64_t shown = get(args, "--ranges") ? parse_u64("--ranges", *get(args, "--ranges")) : 8;
   std::optional<std::uint64_t> only_rank;

@@ -57,6 +57,12 @@ expect 2 '--shard-sizes "nope.txt" is neither a comma-separated list nor a reada
 expect 2 '--workers is required for shards' -- shards --shard-sizes 5,5 --world 2
 expect 2 '--size is not used by shards' -- shards --shard-sizes 5,5 --world 2 --workers 1 --size 10
 expect 2 'StreamingShardSampler: num_workers is 0' -- shards --shard-sizes 5,5 --world 2 --workers 0
+# Runs of one record and windows of 4: every range is one record; still a clean verdict.
+got="$("$cli" shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4 --rank 0 --ranges 20 |
+  grep -o '[0-9]*\[[0-9]*,[0-9]*)' | tr '[,)' '   ' | awk '$3 - $2 != 1' | wc -l)"
+[[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--run-length 1 printed $got ranges longer than one record"
+expect 0 '^ok: N=96 W=2 tail=pad' -- shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4
+expect 2 'StreamingShardSampler: shuffle_window is 0 \(expected at least 1\)' -- shards --shard-sizes 5,5 --world 2 --workers 1 --window 0
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none

@@ -316,6 +316,107 @@ TEST_CASE("shard order and within-shard order change every epoch", "[shards]") {
   CHECK(other_seed < 100);
 }
 
+namespace {
+
+// Fraction of a shard's records (over all shards) whose next record read from the same
+// shard is its file successor (offset + 1, cyclically): 1 = file order up to rotation.
+double in_order_successors(const StreamingShardSampler& s) {
+  std::vector<std::vector<std::uint64_t>> per_shard(static_cast<std::size_t>(s.num_shards()));
+  for (std::uint64_t p = 0; p < s.dataset_size(); ++p) {
+    const auto x = s.at_global(p);
+    per_shard[static_cast<std::size_t>(x.shard)].push_back(x.offset);
+  }
+  std::uint64_t pairs = 0, in_order = 0;
+  for (std::size_t j = 0; j < per_shard.size(); ++j) {
+    const auto& offs = per_shard[j];
+    const auto size = s.shard_sizes()[j];
+    for (std::size_t i = 1; i < offs.size(); ++i) {
+      ++pairs;
+      in_order += offs[i] == (offs[i - 1] + 1) % size ? 1u : 0u;
+    }
+  }
+  return pairs == 0 ? 0.0 : static_cast<double>(in_order) / static_cast<double>(pairs);
+}
+
+}  // namespace
+
+TEST_CASE("small window permutations are bijections with near-uniform draws", "[shards][window]") {
+  using distsampler::detail::small_permutation_at;
+  TestRng rng{99};
+  for (std::uint64_t n = 1; n <= distsampler::detail::small_permutation_max; ++n) {
+    for (int trial = 0; trial < 200; ++trial) {
+      const std::uint64_t key = rng.next();
+      std::uint32_t seen = 0;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t v = small_permutation_at(key, n, i);
+        REQUIRE(v < n);
+        seen |= std::uint32_t{1} << v;
+      }
+      REQUIRE(seen == (std::uint32_t{1} << n) - 1);
+    }
+  }
+  // All 24 permutations of 4 from 48000 keys: each expected 2000 times; chi-square with
+  // 23 degrees of freedom stays far below 60 (p < 1e-4) for a uniform draw.
+  std::map<std::uint64_t, std::uint64_t> counts;
+  for (int trial = 0; trial < 48000; ++trial) {
+    const std::uint64_t key = rng.next();
+    std::uint64_t code = 0;
+    for (std::uint64_t i = 0; i < 4; ++i) code = code * 4 + small_permutation_at(key, 4, i);
+    ++counts[code];
+  }
+  REQUIRE(counts.size() == 24);
+  double chi2 = 0;
+  for (const auto& [code, c] : counts) chi2 += (static_cast<double>(c) - 2000.0) * (static_cast<double>(c) - 2000.0) / 2000.0;
+  CHECK(chi2 < 60);
+  // The 128-bit multiply and the portable one agree.
+  for (int i = 0; i < 10000; ++i) {
+    const std::uint64_t a = rng.next() >> rng.below(64), b = rng.next() >> rng.below(64);
+    REQUIRE(distsampler::detail::mulhi64(a, b) == distsampler::detail::mulhi64_portable(a, b));
+  }
+  CHECK(distsampler::detail::mulhi64_portable(UINT64_MAX, UINT64_MAX) == UINT64_MAX - 1);
+}
+
+TEST_CASE("shuffle windows reorder a shard's runs and stay within their window of the lane", "[shards][window]") {
+  const std::vector<std::uint64_t> sizes(40, 100);  // 4000 samples
+  ShardSamplerOptions o;
+  o.canonical_streams = 8;
+  o.max_open_shards = 4;
+  o.run_length = 1;
+  o.shuffle_window = 1;
+  StreamingShardSampler in_order(sizes, World(), 1, o);
+  in_order.set_epoch(2);
+  CHECK(in_order_successors(in_order) > 0.95);
+  for (const std::uint64_t w : {2u, 7u, 16u, 64u}) {
+    o.shuffle_window = w;
+    StreamingShardSampler s(sizes, World(), 1, o);
+    s.set_epoch(2);
+    INFO("window " << w);
+    // Runs of 1 in windows of w: a record's file successor comes next only by chance.
+    CHECK(in_order_successors(s) < (w == 2 ? 0.7 : 0.3));
+    // Bound: the runs read in rows [t*w, (t+1)*w) of a lane are that lane's runs
+    // t*w .. (t+1)*w - 1 of Q, so a window never reaches past its w runs of the lane.
+    const std::uint64_t c = 8, lane_length = 4000 / c, b = 4;
+    for (std::uint64_t p = 0; p < 4000; ++p) {
+      const std::uint64_t run = (p / b) * 4 + (p % b) % 4, lane = run % c, row = run / c;
+      const std::uint64_t q = s.sequence_position(p);
+      const std::uint64_t window_begin = lane * lane_length + (row / w) * w;
+      REQUIRE(q >= window_begin);
+      REQUIRE(q < std::min(window_begin + w, (lane + 1) * lane_length));
+    }
+  }
+  // Runs of 8 keep 7 of 8 successors in order; the window moves the runs around.
+  o.run_length = 8;
+  o.shuffle_window = 16;
+  StreamingShardSampler runs(sizes, World(), 1, o);
+  const double f = in_order_successors(runs);
+  CHECK(f > 0.85);
+  CHECK(f < 0.93);
+  // Unshuffled: the window does not apply.
+  o.shuffle = false;
+  StreamingShardSampler plain(sizes, World(), 1, o);
+  CHECK(in_order_successors(plain) > 0.99);
+}
+
 TEST_CASE("resuming at random points with other world sizes and worker counts reads each sample exactly once",
           "[shards][resume]") {
   // Segments of random length on random worlds; every consumer stops at its own random
@@ -560,6 +661,8 @@ TEST_CASE("bad configuration throws config_error naming the parameter", "[shards
                     "StreamingShardSampler: max_open_shards is 0 (expected at least 1)");
   CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.run_length = 0; })),
                     "StreamingShardSampler: run_length is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.shuffle_window = 0; })),
+                    "StreamingShardSampler: shuffle_window is 0 (expected at least 1)");
   CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), 1, with([](auto& o) { o.max_open_shards = 65; })),
                     "StreamingShardSampler: max_open_shards 65 exceeds canonical_streams 64 (expected "
                     "max_open_shards <= canonical_streams)");

@@ -15,6 +15,7 @@
 
 #include "detail/mix.hpp"
 #include "error.hpp"
+#include "feistel.hpp"
 #include "partition.hpp"
 #include "state.hpp"
 #include "version.hpp"
@@ -32,9 +33,15 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///  - `max_open_shards` (m): a consumer interleaves m runs at a time, so it never has
 ///    more than m shard ranges open at once; more runs mix more shards per batch.
 ///  - `run_length` (L): consecutive samples read from one run (one place of one shard).
-///    `block_size() = m * L` is the unit of locality and of resumable checkpoints.
+///    `block_size() = m * L` is the unit of locality and of the read plan.
+///  - `shuffle_window` (w): each lane reads its runs in a random order within consecutive
+///    windows of w runs (w * L samples), so a shard's records are not read in file order:
+///    its runs come shuffled, a window at a time. 1 reads every lane in order (the shard
+///    rotation still changes each epoch). A lane keeps the shards of one window live, so
+///    a larger window shuffles more at the cost of more shards touched at once.
 ///
-/// Defaults: 64 streams, 8 open shards, runs of 8, so blocks of 64 samples.
+/// Defaults: 64 streams, 8 open shards, runs of 8 (blocks of 64 samples), windows of 16
+/// runs (128 samples per lane).
 struct ShardSamplerOptions {
   bool shuffle = true;
   std::uint64_t seed = 0;
@@ -42,6 +49,7 @@ struct ShardSamplerOptions {
   std::uint64_t canonical_streams = 64;
   std::uint64_t max_open_shards = 8;
   std::uint64_t run_length = 8;
+  std::uint64_t shuffle_window = 16;
 };
 
 /// One sample of a consumer's stream: which shard, which record in it, its global index
@@ -75,12 +83,23 @@ struct ShardRange {
 
 namespace detail {
 
-/// High 64 bits of a * b, portable (no __int128).
-[[nodiscard]] constexpr std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) noexcept {
+/// High 64 bits of a * b from 32-bit halves: the reference for mulhi64.
+[[nodiscard]] constexpr std::uint64_t mulhi64_portable(std::uint64_t a, std::uint64_t b) noexcept {
   const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
   const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
   const std::uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
   return hi_hi + (hi_lo >> 32) + (cross >> 32);
+}
+
+/// High 64 bits of a * b: one multiply where the compiler has a 128-bit integer type,
+/// else mulhi64_portable; the same value either way.
+[[nodiscard]] constexpr std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) noexcept {
+#if defined(__SIZEOF_INT128__)
+  __extension__ using u128 = unsigned __int128;
+  return static_cast<std::uint64_t>((static_cast<u128>(a) * b) >> 64);
+#else
+  return mulhi64_portable(a, b);
+#endif
 }
 
 /// Unbiased draw in [0, bound) (bound >= 1) from a SplitMix64 stream: Lemire's
@@ -91,6 +110,27 @@ namespace detail {
     const std::uint64_t x = stream();
     if (x * bound >= threshold) return mulhi64(x, bound);
   }
+}
+
+/// Largest window drawn from one 64-bit key (a table of 16 nibbles).
+inline constexpr std::uint64_t small_permutation_max = 16;
+
+/// Element `i` of a permutation of [0, n) (1 <= n <= small_permutation_max, i < n) drawn
+/// by Fisher-Yates from `key`, read as a fraction x in [0, 1): the draw for slot s is
+/// floor(x * (s + 1)), then x becomes its fractional part (16! < 2^45, so every
+/// permutation has probability within 2^-19 of 1/n!). The table lives in one 64-bit word
+/// of nibbles; slot i is final once the draw for slot i is made, so the loop stops there.
+/// O(n - i) multiplications, no division.
+[[nodiscard]] constexpr std::uint64_t small_permutation_at(std::uint64_t key, std::uint64_t n,
+                                                           std::uint64_t i) noexcept {
+  std::uint64_t table = 0xfedcba9876543210u;
+  for (std::uint64_t s = n - 1; s > 0 && s >= i; --s) {
+    const std::uint64_t j = mulhi64(key, s + 1);
+    key *= s + 1;
+    const std::uint64_t diff = ((table >> (4 * s)) ^ (table >> (4 * j))) & 0xf;
+    table ^= (diff << (4 * s)) | (diff << (4 * j));
+  }
+  return (table >> (4 * i)) & 0xf;
 }
 
 /// The per-epoch layout shared by all consumers: shard order and its prefix sums.
@@ -109,9 +149,10 @@ struct ShardEpochLayout {
 ///  1. the shard order is shuffled (Fisher-Yates, SplitMix64, unbiased draws) and each
 ///     shard is read from a per-epoch rotation of its offsets: the sequence Q;
 ///  2. Q's first C * ns * L samples (ns = N / (C * L)) are cut into C equal lanes of
-///     ns runs of L consecutive samples; runs are taken row-major (run 0 of every lane,
-///     then run 1, ...) and each group of m consecutive runs forms a block of m * L
-///     samples, read round-robin across its m runs;
+///     ns runs of L consecutive samples; each lane's runs are permuted within windows of
+///     w runs (a keyed Feistel permutation per lane and window); runs are then taken
+///     row-major (the first run of every lane, then the second, ...) and each group of m
+///     consecutive runs forms a block of m * L samples, read round-robin across its m runs;
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
 /// A segment of the epoch is the sequence V of G's positions not yet consumed, in G
 /// order: all of G after set_epoch, or what a loaded SamplerState leaves. Consumer
@@ -431,11 +472,12 @@ class StreamingShardSampler {
     return out;
   }
 
-  /// The fingerprinted description of the order ("shard-v1 shuffle streams=64 ...").
+  /// The fingerprinted description of the order ("shard-v2 shuffle streams=64 ...").
   [[nodiscard]] std::string engine_name() const {
-    return std::string("shard-v1 ") + (options_.shuffle ? "shuffle" : "noshuffle") +
+    return std::string("shard-v2 ") + (options_.shuffle ? "shuffle" : "noshuffle") +
            " streams=" + std::to_string(options_.canonical_streams) +
            " open=" + std::to_string(options_.max_open_shards) + " run=" + std::to_string(options_.run_length) +
+           " window=" + std::to_string(options_.shuffle ? options_.shuffle_window : 1) +
            " shards=" + std::to_string(sizes_.size()) + " layout=" + detail::hex64(layout_hash_);
   }
 
@@ -657,9 +699,23 @@ class StreamingShardSampler {
     return StateKey{"shard", n_, options_.seed, true, options_.tail, engine};
   }
 
+  // The Q position where run `run` (row-major over lanes) starts.
   [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
-    const std::uint64_t c = options_.canonical_streams;
-    return (run % c) * lane_length_ + (run / c) * options_.run_length;
+    const std::uint64_t c = options_.canonical_streams, lane = run % c;
+    return lane * lane_length_ + window_row(lane, run / c) * options_.run_length;
+  }
+
+  // Which of its runs a lane reads `row`-th: a keyed permutation within each window of w
+  // runs (the last window may be shorter). Windows of up to 16 runs are decoded from one
+  // hash (an exact draw); larger ones use a FeistelPermutation. O(1).
+  [[nodiscard]] std::uint64_t window_row(std::uint64_t lane, std::uint64_t row) const noexcept {
+    const std::uint64_t w = options_.shuffle_window, lane_runs = lane_length_ / options_.run_length;
+    if (!options_.shuffle || w <= 1) return row;
+    const std::uint64_t window = row / w, base = window * w, size = std::min(w, lane_runs - base);
+    if (size <= 1) return row;
+    const std::uint64_t key = detail::mix64(detail::splitmix64(epoch_key_ ^ lane) ^ window);
+    if (size <= detail::small_permutation_max) return base + detail::small_permutation_at(key, size, row - base);
+    return base + FeistelPermutation(size, key, 0)(row - base);
   }
 
   [[nodiscard]] std::uint64_t rotation(std::uint64_t shard) const noexcept {
@@ -766,6 +822,7 @@ class StreamingShardSampler {
     if (options_.canonical_streams == 0) detail::throw_config_error(who + "canonical_streams is 0 (expected at least 1)");
     if (options_.max_open_shards == 0) detail::throw_config_error(who + "max_open_shards is 0 (expected at least 1)");
     if (options_.run_length == 0) detail::throw_config_error(who + "run_length is 0 (expected at least 1)");
+    if (options_.shuffle_window == 0) detail::throw_config_error(who + "shuffle_window is 0 (expected at least 1)");
     if (options_.max_open_shards > options_.canonical_streams) {
       detail::throw_config_error(who + "max_open_shards " + std::to_string(options_.max_open_shards) +
                                  " exceeds canonical_streams " + std::to_string(options_.canonical_streams) +
