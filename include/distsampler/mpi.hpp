@@ -1,4 +1,4 @@
-// distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check and a runtime overlap guard.
+// distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check, a runtime overlap guard and the job-wide shard state.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_MPI_HPP
 #define DISTSAMPLER_MPI_HPP
@@ -202,6 +202,54 @@ template <class Sampler>
     for (std::uint64_t p = n - n % sampler.world_size(); p < n; ++p) guard.skip(sampler.index_at_position(p));
   }
   return guard.finish(comm);
+}
+
+/// The state of the whole job's StreamingShardSampler epoch when worker w of this rank
+/// has read `worker_done[w]` samples of its stream: for ranks that are not in lockstep
+/// (each rank passes its own counts). Gathers every rank's counts (an allgather of 3
+/// integers, then of num_workers integers per rank) and returns
+/// `sampler.state_per_consumer(...)`, identical on every rank. Collective over `comm`.
+/// Throws config_error, on every rank alike, when a rank's sampler is not built for its
+/// MPI rank and size, ranks disagree on num_workers, a rank passes the wrong number of
+/// counts, or a count is past the end of its stream.
+[[nodiscard]] inline SamplerState shard_state(const StreamingShardSampler& sampler,
+                                              const std::vector<std::uint64_t>& worker_done,
+                                              MPI_Comm comm = MPI_COMM_WORLD) {
+  const World mpi_world = world_from(comm);
+  const std::uint64_t w = mpi_world.world_size;
+  const std::uint64_t mine[4] = {sampler.world().rank, sampler.world().world_size, sampler.num_workers(),
+                                 static_cast<std::uint64_t>(worker_done.size())};
+  std::vector<std::uint64_t> heads(4 * static_cast<std::size_t>(w));
+  detail::check(MPI_Allgather(mine, 4, MPI_UINT64_T, heads.data(), 4, MPI_UINT64_T, comm), "MPI_Allgather");
+  const std::string who = "distsampler::mpi::shard_state: ";
+  for (std::uint64_t r = 0; r < w; ++r) {
+    const std::uint64_t* h = &heads[static_cast<std::size_t>(4 * r)];
+    if (h[0] != r || h[1] != w) {
+      distsampler::detail::throw_config_error(who + "MPI rank " + std::to_string(r) + " of " + std::to_string(w) +
+                                              " built its sampler as rank " + std::to_string(h[0]) + " of " +
+                                              std::to_string(h[1]) + " (expected its own MPI rank and size)");
+    }
+    if (h[2] != heads[2]) {
+      distsampler::detail::throw_config_error(who + "rank " + std::to_string(r) + " has num_workers " +
+                                              std::to_string(h[2]) + " but rank 0 has " + std::to_string(heads[2]) +
+                                              " (expected the same on every rank)");
+    }
+    if (h[3] != h[2]) {
+      distsampler::detail::throw_config_error(who + "rank " + std::to_string(r) + " passed " + std::to_string(h[3]) +
+                                              " counts (expected num_workers = " + std::to_string(h[2]) + ")");
+    }
+  }
+  const std::uint64_t workers = sampler.num_workers();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(workers * w));
+  detail::check(MPI_Allgather(worker_done.data(), static_cast<int>(workers), MPI_UINT64_T, all.data(),
+                              static_cast<int>(workers), MPI_UINT64_T, comm),
+                "MPI_Allgather");
+  // all[r * workers + k] is rank r's worker k: consumer k * world_size + r.
+  std::vector<std::uint64_t> done(all.size());
+  for (std::uint64_t r = 0; r < w; ++r) {
+    for (std::uint64_t k = 0; k < workers; ++k) done[static_cast<std::size_t>(k * w + r)] = all[static_cast<std::size_t>(r * workers + k)];
+  }
+  return sampler.state_per_consumer(done);
 }
 
 }  // namespace mpi

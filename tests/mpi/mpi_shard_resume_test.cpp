@@ -1,0 +1,127 @@
+// distsampler tests: under mpirun, shard streams stopped at different counts on every rank and worker resume exactly once on another -np.
+// SPDX-License-Identifier: MIT
+#include <distsampler/mpi.hpp>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gather.hpp"
+
+namespace ds = distsampler;
+
+namespace {
+
+// Uneven shards, an empty one among them; blocks of 6 so the stops fall inside blocks.
+std::vector<std::uint64_t> layout() {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = 0; s < 40; ++s) sizes.push_back(s == 7 ? 0 : 20 + (s * 37) % 90);
+  return sizes;
+}
+
+ds::ShardSamplerOptions options() {
+  ds::ShardSamplerOptions o;
+  o.seed = 11;
+  o.canonical_streams = 12;
+  o.max_open_shards = 3;
+  o.run_length = 2;
+  o.shuffle_window = 5;
+  return o;
+}
+
+// Reads samples [0, count) of worker w; returns the indices (padding excluded).
+void read(const ds::StreamingShardSampler& s, std::uint64_t w, std::uint64_t count, std::vector<std::uint64_t>& out) {
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto x = s.sample(w, i);
+    if (!x.is_padding) out.push_back(x.index);
+  }
+}
+
+}  // namespace
+
+// usage: mpi_shard_resume_test stop WORKERS SALT DIR    (every worker stops at its own count;
+//                                                       writes DIR/read.txt and DIR/state.txt)
+//        mpi_shard_resume_test resume WORKERS DIR       (reads the rest, checks exactly once)
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const ds::World world = ds::mpi::world_from();
+  const int size = static_cast<int>(world.world_size);
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const std::uint64_t workers = argc > 2 ? std::stoull(argv[2]) : 1;
+  int status = 0;
+  ds::StreamingShardSampler sampler(layout(), world, workers, options());
+  sampler.set_epoch(2);
+  std::vector<std::uint64_t> mine;
+  if (mode == "stop" && argc == 5) {
+    const std::uint64_t salt = std::stoull(argv[3]);
+    const std::string dir = argv[4];
+    // Ranks out of step: each worker's count is its own function of (salt, rank, worker).
+    std::vector<std::uint64_t> done;
+    for (std::uint64_t w = 0; w < workers; ++w) {
+      const std::uint64_t size_w = sampler.worker_size(w);
+      done.push_back(ds::detail::mix64(salt * 1000 + world.rank * 10 + w) % (size_w + 1));
+      read(sampler, w, done.back(), mine);
+    }
+    const ds::SamplerState state = ds::mpi::shard_state(sampler, done);
+    const auto all = distsampler_tests::gather_at_root(mine).values;
+    if (world.rank == 0) {
+      std::ofstream(dir + "/state.txt") << state.to_text() << "\n";
+      std::ofstream out(dir + "/read.txt");
+      for (std::uint64_t index : all) out << index << "\n";
+      std::printf("stopped on %d ranks x %llu workers: %zu samples read, state %s\n", size,
+                  static_cast<unsigned long long>(workers), all.size(), state.to_text().c_str());
+    }
+  } else if (mode == "resume" && argc == 4) {
+    const std::string dir = argv[3];
+    std::string line;
+    std::getline(std::ifstream(dir + "/state.txt"), line);
+    sampler.load_state(ds::SamplerState::from_text(line));
+    for (std::uint64_t w = 0; w < workers; ++w) read(sampler, w, sampler.worker_size(w), mine);
+    const auto all = distsampler_tests::gather_at_root(mine).values;
+    if (world.rank == 0) {
+      std::vector<unsigned> count(static_cast<std::size_t>(sampler.dataset_size()));
+      std::ifstream in(dir + "/read.txt");
+      std::uint64_t index = 0, before = 0;
+      while (in >> index) ++count[static_cast<std::size_t>(index)], ++before;
+      for (std::uint64_t i : all) ++count[static_cast<std::size_t>(i)];
+      std::uint64_t twice = 0, never = 0;
+      for (unsigned c : count) twice += c > 1 ? 1 : 0, never += c == 0 ? 1 : 0;
+      const bool ok = twice == 0 && never == 0;
+      std::printf("resumed on %d ranks x %llu workers: %llu + %zu reads of %llu, %llu read twice, %llu never\n"
+                  "mpi shard resume: %d passed, %d failed\n",
+                  size, static_cast<unsigned long long>(workers), static_cast<unsigned long long>(before), all.size(),
+                  static_cast<unsigned long long>(sampler.dataset_size()), static_cast<unsigned long long>(twice),
+                  static_cast<unsigned long long>(never), ok ? 1 : 0, ok ? 0 : 1);
+      status = ok ? 0 : 1;
+    }
+  } else if (mode == "errors" && argc == 3) {
+    // Every rank must see the same error from shard_state: rank 1 passes one count too many.
+    std::vector<std::uint64_t> done(static_cast<std::size_t>(workers + (world.rank == 1 ? 1 : 0)), 0);
+    std::string message = "no error";
+    try {
+      (void)ds::mpi::shard_state(sampler, done);
+    } catch (const ds::config_error& e) {
+      message = e.what();
+    }
+    const std::string expected = size > 1 ? "distsampler::mpi::shard_state: rank 1 passed " + std::to_string(workers + 1) +
+                                                " counts (expected num_workers = " + std::to_string(workers) + ")"
+                                          : "no error";
+    const int ok = message == expected ? 1 : 0;
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (world.rank == 0) {
+      std::printf("rank 0 saw: %s\nmpi shard errors: %d passed, %d failed\n", message.c_str(), all_ok, 1 - all_ok);
+    }
+    status = all_ok ? 0 : 1;
+  } else {
+    if (world.rank == 0) std::fprintf(stderr, "usage: mpi_shard_resume_test stop WORKERS SALT DIR | resume WORKERS DIR\n");
+    status = 2;
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}
