@@ -81,10 +81,24 @@ void distributed_chain(std::uint64_t n, const std::vector<std::uint64_t>& worlds
       const std::uint64_t done = last ? ranks[0].size() : rng() % (ranks[0].size() + 1);
       last_remaining = n;
       read_prefix(ranks, done, tally);
-      for (const auto& s : ranks) states.push_back(distsampler::make_state(s, done));
+      for (const auto& s : ranks) states.push_back(seg % 2 == 0 ? distsampler::make_state(s, done) : s.state(done));
     } else {
-      std::vector<ResumedDistributedSampler<P>> ranks;
-      for (std::uint64_t r = 0; r < w; ++r) ranks.emplace_back(n, World(r, w), o, state);
+      std::vector<DistributedSampler<P>> ranks;
+      for (std::uint64_t r = 0; r < w; ++r) {
+        if (seg % 2 == 0) {
+          ranks.emplace_back(n, World(r, w), o, state);
+        } else {
+          ranks.emplace_back(n, World(r, w), o);  // an existing sampler resumes in place
+          ranks.back().set_epoch(epoch + 1);
+          ranks.back().resume(state);
+        }
+        // The batched fill and the iterator agree with slot-by-slot access after a resume.
+        const auto& s = ranks.back();
+        std::vector<std::uint64_t> by_slot;
+        for (std::uint64_t i = 0; i < s.size(); ++i) by_slot.push_back(s[i]);
+        REQUIRE(s.indices() == by_slot);
+        REQUIRE(std::vector<std::uint64_t>(s.begin(), s.end()) == by_slot);
+      }
       REQUIRE(ranks[0].epoch() == epoch);
       REQUIRE(ranks[0].start() == state.consumed);
       const std::uint64_t done = last ? ranks[0].size() : rng() % (ranks[0].size() + 1);
@@ -178,21 +192,30 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("Without a state, ResumedDistributedSampler equals DistributedSampler", "[resume]",
-                   FeistelPermutation, TorchRandperm) {
+TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leaves a resumed segment",
+                   "[resume]", FeistelPermutation, TorchRandperm) {
   for (const std::uint64_t n : {0u, 1u, 7u, 10u, 64u, 101u}) {
     for (std::uint64_t w = 1; w <= 5; ++w) {
       for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
         for (std::uint64_t r = 0; r < w; ++r) {
           const SamplerOptions o{true, 42, tail};
           DistributedSampler<TestType> plain(n, World(r, w), o);
-          ResumedDistributedSampler<TestType> resumed(n, World(r, w), o);
           plain.set_epoch(1);
-          resumed.set_epoch(1);
+          DistributedSampler<TestType> resumed(n, World(r, w), o, plain.state(0));
+          REQUIRE(resumed.epoch() == 1);
           REQUIRE(resumed.size() == plain.size());
           CHECK(resumed.indices() == plain.indices());
           for (std::uint64_t i = 0; i < plain.size(); ++i) CHECK(resumed.is_padding(i) == plain.is_padding(i));
           CHECK(resumed.state(0) == distsampler::make_state(plain, 0));
+          if (n > 4 * w) {
+            // Mid-epoch, then back to the whole epoch with set_epoch (same epoch number).
+            resumed.resume(plain.state(2));
+            CHECK(resumed.start() == 2 * w);
+            CHECK(resumed.size() < plain.size());
+            resumed.set_epoch(1);
+            CHECK(resumed.start() == 0);
+            CHECK(resumed.indices() == plain.indices());
+          }
         }
       }
     }
@@ -329,7 +352,7 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                     "sampler has sampler=batch; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
                         hex(feistel.key().fingerprint()) + ")");
   CHECK_THROWS_WITH(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}, plain_state),
-                    "ResumedDistributedSampler: shuffle differs (state was saved with shuffle=true, this sampler has "
+                    "DistributedSampler::resume: shuffle differs (state was saved with shuffle=true, this sampler has "
                     "shuffle=false; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
                         hex(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}).key().fingerprint()) +
                         ")");
@@ -339,7 +362,15 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                     "make_state: samples_done 501 exceeds the samples per rank 500 (expected 0..500)");
   const ResumedDistributedSampler<> resumed(1000, World(0, 3), {true, 42, Tail::pad});
   CHECK_THROWS_WITH(resumed.state(335),
-                    "ResumedDistributedSampler::state: samples_done 335 exceeds the samples per rank 334 (expected "
+                    "DistributedSampler::state: samples_done 335 exceeds the samples per rank 334 (expected "
                     "0..334)");
-  CHECK_THROWS_WITH(resumed[334], "ResumedDistributedSampler::operator[]: position 334 is out of range for size 334");
+  CHECK_THROWS_WITH(resumed[334], "DistributedSampler::operator[]: position 334 is out of range for size 334 "
+                                  "(expected 0..333)");
+  // A failed resume leaves the sampler as it was.
+  DistributedSampler<> kept(1000, World(0, 3), {false, 42, Tail::drop});
+  kept.set_epoch(4);
+  CHECK_THROWS_AS(kept.resume(plain_state), distsampler::state_error);
+  CHECK(kept.epoch() == 4);
+  CHECK(kept.start() == 0);
+  CHECK(kept.size() == 333);
 }

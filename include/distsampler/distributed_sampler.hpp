@@ -1,4 +1,4 @@
-// distsampler DistributedSampler: one rank's disjoint share of every epoch, by random access or iteration.
+// distsampler DistributedSampler: one rank's disjoint share of every epoch, by random access or iteration, resumable mid-epoch on any world size.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
 #define DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
@@ -8,6 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -17,10 +18,72 @@
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
+#include "state.hpp"
 #include "version.hpp"
 #include "world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
+
+/// The name a permutation engine contributes to a state's fingerprint, with the options
+/// that change its order, as a view of static storage (a literal). Specialise it for your
+/// own engine (or give the engine a `static constexpr const char* name`). Changing a name
+/// invalidates saved states.
+template <class Permutation, class = void>
+struct permutation_name {
+  static_assert(sizeof(Permutation) == 0,
+                "distsampler::permutation_name: give the engine a static `name` or specialise permutation_name");
+  static constexpr std::string_view get(const typename Permutation::options_type&) noexcept { return {}; }
+};
+
+template <class Permutation>
+struct permutation_name<Permutation, std::void_t<decltype(Permutation::name)>> {
+  static constexpr std::string_view get(const typename Permutation::options_type&) noexcept {
+    return Permutation::name;
+  }
+};
+
+template <>
+struct permutation_name<FeistelPermutation> {
+  static constexpr std::string_view get(const FeistelPermutation::options_type&) noexcept { return "feistel"; }
+};
+
+template <>
+struct permutation_name<TorchRandperm> {
+  static constexpr std::string_view get(const TorchRandperm::options_type& options) noexcept {
+    return options.generation == TorchGeneration::v1 ? "torch-v1" : "torch-v2.7";
+  }
+};
+
+template <>
+struct permutation_name<IdentityPermutation> {
+  static constexpr std::string_view get(const IdentityPermutation::options_type&) noexcept { return "identity"; }
+};
+
+namespace detail {
+
+// The state after every rank of a strided split of positions [start, n) over w ranks read
+// its first `samples_done` slots: consumed = min(start + w * samples_done, n). Throws
+// config_error, prefixed by `who`, when samples_done exceeds the largest rank's size.
+inline SamplerState strided_state(const StateKey& key, std::uint64_t start, std::uint64_t w, std::uint64_t epoch,
+                                  std::uint64_t samples_done, const char* who) {
+  const std::uint64_t n = key.dataset_size, remaining = n - start;
+  const std::uint64_t max_size = remaining / w + (remaining % w != 0 && key.tail != Tail::drop ? 1 : 0);
+  if (samples_done > max_size) {
+    throw_config_error(std::string(who) + ": samples_done " + std::to_string(samples_done) +
+                       " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
+                       std::to_string(max_size) + ")");
+  }
+  SamplerState s;
+  s.dataset_size = n;
+  s.seed = key.seed;
+  s.epoch = epoch;
+  s.consumed = samples_done > remaining / w ? n : start + samples_done * w;
+  s.fingerprint = key.fingerprint();
+  return s;
+}
+
+}  // namespace detail
+
 
 namespace detail {
 
@@ -56,10 +119,25 @@ struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
 ///       for (std::uint64_t index : sampler) load(index);
 ///     }
 ///
+/// Mid-epoch resume, also on another world size: `state(samples_done)` after every rank
+/// read its first samples_done slots records how many positions of the epoch's order are
+/// done; `resume(state)` (or the constructor taking a state) continues at that position:
+/// the remainder R = N - consumed is split strided over this world, rank r reading
+/// positions consumed + r, consumed + r + W, ..., with the tail policy applied to R (pad:
+/// ceil(R / W) each, padding wrapping to the start of the remainder and flagged; drop:
+/// floor(R / W); uneven: every remaining position once). Resume any number of times,
+/// changing world_size each time: over the chain every sample of the epoch is read
+/// exactly once (pad: plus flagged padding; drop: minus what the last segment drops).
+///
+///     auto saved = sampler8.state(100).to_text();                 // on any rank
+///     DistributedSampler<> s3(n, world3, opts, SamplerState::from_text(saved));
+///     for (auto index : s3) load(index);
+///
 /// Throws config_error from the constructor for an invalid World (rank >= world_size,
-/// world_size 0, ...) or an unknown tail. Deterministic: a pure function of
-/// (dataset_size, world, options, epoch). Thread-safety: const members may be called
-/// concurrently; set_epoch must not race with readers. Copies are cheap (a
+/// world_size 0, ...) or an unknown tail; state_error when a state belongs to another
+/// dataset size, seed or option set. Deterministic: a pure function of (dataset_size,
+/// world, options, epoch, resumed position). Thread-safety: const members may be called
+/// concurrently; set_epoch and resume must not race with readers. Copies are cheap (a
 /// materialising permutation shares its table).
 template <class Permutation = FeistelPermutation>
 class DistributedSampler {
@@ -70,25 +148,65 @@ class DistributedSampler {
   class iterator;
   using const_iterator = iterator;
 
+  /// Starts at the beginning of epoch 0.
   DistributedSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
                      permutation_options permutation = {})
-      : world_(world), options_(options), permutation_options_(permutation) {
+      : n_(dataset_size), world_(world), options_(options), permutation_options_(permutation) {
     world_.validate("DistributedSampler");
     partition_ = make_partition(dataset_size);
     rebuild();
   }
 
-  /// Selects the epoch (torch's set_epoch). Forgetting it repeats epoch 0's order.
-  /// O(1) for random-access permutations, O(N) for materialising ones (no-op when
-  /// the epoch is unchanged).
+  /// Continues `state`'s epoch at its consumed position (see resume).
+  DistributedSampler(std::uint64_t dataset_size, World world, SamplerOptions options, const SamplerState& state,
+                     permutation_options permutation = {})
+      : DistributedSampler(dataset_size, world, options, permutation) {
+    resume(state);
+  }
+
+  /// Selects the epoch (torch's set_epoch) from its beginning. Forgetting it repeats
+  /// epoch 0's order. O(1) for random-access permutations, O(N) for materialising ones
+  /// (no-op when the epoch is unchanged and nothing was resumed into it).
   void set_epoch(std::uint64_t epoch) {
-    if (epoch == epoch_) return;
+    if (epoch == epoch_ && start_ == 0) return;
+    const bool same_epoch = epoch == epoch_;
     epoch_ = epoch;
-    rebuild();
+    start_ = 0;
+    partition_ = StridedPartition(n_, world_.rank, world_.world_size, options_.tail);
+    if (!same_epoch) rebuild();
+  }
+
+  /// Validates `state` against key() (state_error naming the field that differs), then
+  /// continues its epoch at its consumed position, split over this world. On throw the
+  /// sampler is unchanged. O(1) for random-access permutations.
+  void resume(const SamplerState& state) {
+    state.validate(key(), "DistributedSampler::resume");
+    const bool same_epoch = state.epoch == epoch_;
+    epoch_ = state.epoch;
+    start_ = state.consumed;
+    partition_ = StridedPartition(n_ - start_, world_.rank, world_.world_size, options_.tail);
+    if (!same_epoch) rebuild();
+  }
+
+  /// The state after every rank has read its first `samples_done` slots of this
+  /// segment (the same number on every rank, e.g. the global step; under Tail::uneven a
+  /// rank with fewer slots has read all of its own): consumed =
+  /// min(start() + world_size * samples_done, dataset_size). Throws config_error when
+  /// samples_done exceeds the largest rank's size. O(1).
+  [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
+    return detail::strided_state(key(), start_, world_.world_size, epoch_, samples_done, "DistributedSampler::state");
+  }
+
+  /// What saved states must match (see StateKey). The view refers into this sampler.
+  [[nodiscard]] StateKey key() const noexcept {
+    return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail,
+                    permutation_name<Permutation>::get(permutation_options_)};
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
-  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return partition_.dataset_size(); }
+  /// Positions of this epoch consumed before this segment (0 unless resumed).
+  [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
   [[nodiscard]] const World& world() const noexcept { return world_; }
   [[nodiscard]] std::uint64_t rank() const noexcept { return world_.rank; }
   [[nodiscard]] std::uint64_t world_size() const noexcept { return world_.world_size; }
@@ -96,8 +214,8 @@ class DistributedSampler {
   [[nodiscard]] const permutation_options& permutation_settings() const noexcept { return permutation_options_; }
   [[nodiscard]] const StridedPartition& partition() const noexcept { return partition_; }
 
-  /// This rank's samples per epoch (torch's len(sampler)); the same on every rank
-  /// except under Tail::uneven.
+  /// This rank's samples in this epoch, or in what remains of it when resumed (torch's
+  /// len(sampler)); the same on every rank except under Tail::uneven.
   [[nodiscard]] std::uint64_t size() const noexcept { return partition_.size(); }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
 
@@ -133,7 +251,7 @@ class DistributedSampler {
         // Every slot but possibly the last one of a rank is a real position r + i * W.
         std::uint64_t real = count;
         if (count != 0 && partition_.is_padding(first + count - 1)) --real;
-        if (real != 0) permutation_.fill(partition_.source_position(first), real, out, world_.world_size);
+        if (real != 0) permutation_.fill(start_ + partition_.source_position(first), real, out, world_.world_size);
         if (real != count) out[real] = get(first + real);
         return;
       }
@@ -142,12 +260,16 @@ class DistributedSampler {
   }
 
   /// Unchecked access for iteration: i < size().
-  [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept {
-    return index_at_position(partition_.source_position(i));
+  [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept { return index_at_position(position(i)); }
+
+  /// The position of this epoch's global order slot i reads (i < size(); unchecked):
+  /// start() + r + i * W for rank r (padding wraps to the start of the segment).
+  [[nodiscard]] std::uint64_t position(std::uint64_t i) const noexcept {
+    return start_ + partition_.source_position(i);
   }
 
   /// The dataset index at `position` of this epoch's global order (shared by all ranks),
-  /// position < dataset_size(); unchecked. Rank r's slot i reads position r + i * W.
+  /// position < dataset_size(); unchecked.
   [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
     return options_.shuffle ? permutation_(position) : position;
   }
@@ -209,9 +331,7 @@ class DistributedSampler {
   }
 
   void rebuild() {
-    if (options_.shuffle) {
-      permutation_ = Permutation(partition_.dataset_size(), options_.seed, epoch_, permutation_options_);
-    }
+    if (options_.shuffle) permutation_ = Permutation(n_, options_.seed, epoch_, permutation_options_);
   }
 
   [[noreturn]] void throw_out_of_range(const char* what, std::uint64_t i) const {
@@ -220,11 +340,13 @@ class DistributedSampler {
                             (size() ? " (expected 0.." + std::to_string(size() - 1) + ")" : " (the rank is empty)"));
   }
 
+  std::uint64_t n_ = 0;
   World world_;
   SamplerOptions options_;
   permutation_options permutation_options_;
   StridedPartition partition_;
   std::uint64_t epoch_ = 0;
+  std::uint64_t start_ = 0;
   Permutation permutation_;
 };
 
