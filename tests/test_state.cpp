@@ -36,6 +36,34 @@ SamplerState ahead_state() {
   return s;
 }
 
+// Every proper prefix of either form of `s` is refused with state_error.
+void require_truncations_rejected(const SamplerState& s) {
+  const std::string text = s.to_text();
+  for (std::size_t len = 0; len < text.size(); ++len) {
+    CAPTURE(len);
+    CHECK_THROWS_AS(SamplerState::from_text(text.substr(0, len)), state_error);
+  }
+  const auto b = bytes_of(s);
+  for (std::size_t len = 0; len < b.size(); ++len) {
+    CAPTURE(len);
+    // A fresh allocation of exactly `len` bytes, so ASan catches any read past it.
+    const std::vector<std::uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(len));
+    CHECK_THROWS_AS(SamplerState::from_bytes(cut.data(), cut.size()), state_error);
+  }
+}
+
+// Every single-bit change of the byte form `b` is refused with state_error.
+void require_bit_flips_detected(const std::vector<std::uint8_t>& b) {
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      auto c = b;
+      c[i] = static_cast<std::uint8_t>(c[i] ^ (1u << bit));
+      CAPTURE(i, bit);
+      CHECK_THROWS_AS(SamplerState::from_bytes(c), state_error);
+    }
+  }
+}
+
 // Parses with both parsers; only state_error may escape the parser (anything else fails the test).
 template <class Parse>
 bool parses(Parse&& parse) {
@@ -198,31 +226,13 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
 }
 
 TEST_CASE("Every truncation of a valid state throws state_error", "[state][truncation]") {
-  const SamplerState s = sample_state();
-  const std::string text = s.to_text();
-  for (std::size_t len = 0; len < text.size(); ++len) {
-    CAPTURE(len);
-    CHECK_THROWS_AS(SamplerState::from_text(text.substr(0, len)), state_error);
-  }
-  const auto b = bytes_of(s);
-  for (std::size_t len = 0; len < b.size(); ++len) {
-    CAPTURE(len);
-    // A fresh allocation of exactly `len` bytes, so ASan catches any read past it.
-    const std::vector<std::uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(len));
-    CHECK_THROWS_AS(SamplerState::from_bytes(cut.data(), cut.size()), state_error);
-  }
+  SECTION("version 1") { require_truncations_rejected(sample_state()); }
+  SECTION("version 2") { require_truncations_rejected(ahead_state()); }
 }
 
 TEST_CASE("Every single-bit corruption of the byte form is detected", "[state][bytes]") {
-  const auto b = bytes_of(sample_state());
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    for (int bit = 0; bit < 8; ++bit) {
-      auto c = b;
-      c[i] = static_cast<std::uint8_t>(c[i] ^ (1u << bit));
-      CAPTURE(i, bit);
-      CHECK_THROWS_AS(SamplerState::from_bytes(c), state_error);
-    }
-  }
+  SECTION("version 1") { require_bit_flips_detected(bytes_of(sample_state())); }
+  SECTION("version 2") { require_bit_flips_detected(bytes_of(ahead_state())); }
 }
 
 TEST_CASE("Random corruption of either form never crashes and throws only state_error", "[state][fuzz]") {
@@ -367,25 +377,6 @@ TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip",
   SamplerState other = s;
   other.ahead[1].end = 902;
   CHECK(other != s);
-  // Every single-bit corruption and every truncation of the longer form is caught.
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    for (int bit = 0; bit < 8; ++bit) {
-      auto c = b;
-      c[i] = static_cast<std::uint8_t>(c[i] ^ (1u << bit));
-      CAPTURE(i, bit);
-      CHECK_THROWS_AS(SamplerState::from_bytes(c), state_error);
-    }
-  }
-  for (std::size_t len = 0; len < b.size(); ++len) {
-    const std::vector<std::uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(len));
-    CAPTURE(len);
-    CHECK_THROWS_AS(SamplerState::from_bytes(cut.data(), cut.size()), state_error);
-  }
-  const std::string text = s.to_text();
-  for (std::size_t len = 0; len < text.size(); ++len) {
-    CAPTURE(len);
-    CHECK_THROWS_AS(SamplerState::from_text(text.substr(0, len)), state_error);
-  }
 }
 
 TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_error", "[state][ahead][errors]") {
