@@ -21,12 +21,8 @@ namespace {
 using distsampler::FeistelPermutation;
 namespace fq = feistel_quality;
 
-constexpr std::uint64_t reference_seed = 0x5eed0f0f15e0000u;
-
-std::vector<std::uint64_t> feistel_order(std::uint64_t n, std::uint64_t seed) { return fq::feistel(n, seed); }
-std::vector<std::uint64_t> reference_order(std::uint64_t n, std::uint64_t seed) {
-  return fq::fisher_yates(n, reference_seed + seed);
-}
+using fq::feistel_order;
+using fq::reference_order;
 
 void row(const std::string& statistic, const std::string& setting, const fq::Result& feistel,
          const fq::Result& reference) {
@@ -63,7 +59,7 @@ int main() {
         const FeistelPermutation p(n, s, 0);
         return std::make_pair(p(ab.first), p(ab.second));
       });
-      fq::ReferenceRng rng(reference_seed + n + ab.first);
+      fq::ReferenceRng rng(fq::reference_seed + n + ab.first);
       const fq::Result reference = fq::pairwise_order(seeds, [&](std::uint64_t) { return fq::fisher_yates_pair(n, rng); });
       row("(b) \\|P(p(a)<p(b)) - 1/2\\|", "n=" + u(n) + ", (a,b)=(" + u(ab.first) + "," + u(ab.second) + "), 1e5 seeds",
           feistel, reference);

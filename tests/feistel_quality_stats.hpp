@@ -91,6 +91,16 @@ inline std::vector<std::uint64_t> feistel(std::uint64_t n, std::uint64_t seed, s
   return v;
 }
 
+/// The seed offset of the reference shuffles: far from the seeds Feistel is run with (any
+/// fixed offset works), so the two sides never share a stream.
+inline constexpr std::uint64_t reference_seed = 0x5eed0f0f15e0000u;
+
+/// The two orders the statistics compare, as functions of (n, seed).
+inline std::vector<std::uint64_t> feistel_order(std::uint64_t n, std::uint64_t seed) { return feistel(n, seed); }
+inline std::vector<std::uint64_t> reference_order(std::uint64_t n, std::uint64_t seed) {
+  return fisher_yates(n, reference_seed + seed);
+}
+
 // ---------------------------------------------------------------------------------------
 // Statistics. Each returns the value and the acceptance threshold derived from the
 // statistic's distribution under a uniform shuffle (never from observed values).
