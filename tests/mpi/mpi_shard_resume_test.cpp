@@ -46,6 +46,7 @@ void read(const ds::StreamingShardSampler& s, std::uint64_t w, std::uint64_t cou
 // usage: mpi_shard_resume_test stop WORKERS SALT DIR    (every worker stops at its own count;
 //                                                       writes DIR/read.txt and DIR/state.txt)
 //        mpi_shard_resume_test resume WORKERS DIR       (reads the rest, checks exactly once)
+//        mpi_shard_resume_test errors WORKERS           (mpi::shard_state's errors reach every rank)
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const ds::World world = ds::mpi::world_from();
@@ -99,22 +100,42 @@ int main(int argc, char** argv) {
       status = ok ? 0 : 1;
     }
   } else if (mode == "errors" && argc == 3) {
-    // Every rank must see the same error from shard_state: rank 1 passes one count too many.
-    std::vector<std::uint64_t> done(static_cast<std::size_t>(workers + (world.rank == 1 ? 1 : 0)), 0);
-    std::string message = "no error";
-    try {
-      (void)ds::mpi::shard_state(sampler, done);
-    } catch (const ds::config_error& e) {
-      message = e.what();
-    }
-    const std::string expected = size > 1 ? "distsampler::mpi::shard_state: rank 1 passed " + std::to_string(workers + 1) +
-                                                " counts (expected num_workers = " + std::to_string(workers) + ")"
-                                          : "no error";
-    const int ok = message == expected ? 1 : 0;
+    // Every rank must see the same error from shard_state, so none is left in a collective.
+    auto error_of = [&](const ds::StreamingShardSampler& s, std::size_t counts) {
+      try {
+        (void)ds::mpi::shard_state(s, std::vector<std::uint64_t>(counts, 0));
+      } catch (const ds::config_error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const bool one = size == 1;
+    const std::string prefix = "distsampler::mpi::shard_state: ";
+    const std::string w = std::to_string(workers), w1 = std::to_string(workers + 1), n = std::to_string(size);
+    // Rank 1 passes one count too many.
+    const std::string counts = error_of(sampler, workers + (world.rank == 1 ? 1 : 0));
+    // Rank 1 has one worker more than rank 0.
+    const ds::StreamingShardSampler more(layout(), world, workers + (world.rank == 1 ? 1 : 0), options());
+    const std::string more_workers = error_of(more, workers + (world.rank == 1 ? 1 : 0));
+    // Rank 1 built its sampler as rank 0 (LOCAL_RANK used as rank, say).
+    const ds::StreamingShardSampler wrong(layout(), ds::World(world.rank == 1 ? 0 : world.rank, world.world_size),
+                                          workers, options());
+    const std::string wrong_rank = error_of(wrong, workers);
+    const int ok =
+        counts == (one ? "no error" : prefix + "rank 1 passed " + w1 + " counts (expected num_workers = " + w + ")") &&
+                more_workers == (one ? "no error"
+                                     : prefix + "rank 1 has num_workers " + w1 + " but rank 0 has " + w +
+                                           " (expected the same on every rank)") &&
+                wrong_rank == (one ? "no error"
+                                   : prefix + "MPI rank 1 of " + n + " built its sampler as rank 0 of " + n +
+                                         " (expected its own MPI rank and size)")
+            ? 1
+            : 0;
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (world.rank == 0) {
-      std::printf("rank 0 saw: %s\nmpi shard errors: %d passed, %d failed\n", message.c_str(), all_ok, 1 - all_ok);
+      std::printf("rank 0 saw:\n  %s\n  %s\n  %s\nmpi shard errors: %d passed, %d failed\n", counts.c_str(),
+                  more_workers.c_str(), wrong_rank.c_str(), all_ok, 1 - all_ok);
     }
     status = all_ok ? 0 : 1;
   } else {
