@@ -53,6 +53,21 @@ void BM_ShardStreamPerSample(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardStreamPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
 
+void BM_ShardFillPerSample(benchmark::State& state) {
+  // The batched path a loader takes: a batch of 1024 samples at a time.
+  const auto s = stream_sampler(state);
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    s.fill(5, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > s.worker_size(5)) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+}
+BENCHMARK(BM_ShardFillPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
+
 void BM_ShardReadPlanPerBlock(benchmark::State& state) {
   const auto s = stream_sampler(state);
   std::uint64_t i = 0;

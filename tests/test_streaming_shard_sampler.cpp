@@ -92,6 +92,16 @@ std::uint64_t check_plan_against_stream(const StreamingShardSampler& s, std::uin
   }
   CHECK(started == plan.size());
   CHECK(max_open <= s.max_open_shards());
+  // The batched fill gives the same samples, for the whole stream and for windows of it.
+  std::vector<ShardSample> filled(static_cast<std::size_t>(total));
+  s.fill(worker, 0, total, filled.data());
+  for (std::uint64_t i = 0; i < total; ++i) REQUIRE(filled[static_cast<std::size_t>(i)] == s.sample(worker, i));
+  for (std::uint64_t first = 0; first < total; first += 1 + first / 3) {
+    const std::uint64_t count = std::min<std::uint64_t>(total - first, 1 + (first * 7) % 23);
+    std::vector<ShardSample> part(static_cast<std::size_t>(count));
+    s.fill(worker, first, count, part.data());
+    for (std::uint64_t i = 0; i < count; ++i) REQUIRE(part[static_cast<std::size_t>(i)] == s.sample(worker, first + i));
+  }
   return max_open;
 }
 
@@ -672,6 +682,13 @@ TEST_CASE("bad configuration throws config_error naming the parameter", "[shards
   StreamingShardSampler s(sizes, World(), 2, {});
   CHECK_THROWS_WITH(s.worker_size(2), "StreamingShardSampler: worker 2 is out of range for num_workers 2 (expected 0..1)");
   CHECK_THROWS_AS(s.sample(0, 100), std::out_of_range);
+  CHECK_THROWS_WITH(s.sample(0, 4), "StreamingShardSampler::sample: position 4 is out of range for worker_size 4");
+  ShardSample out[4];
+  CHECK_NOTHROW(s.fill(1, 1, 3, out));
+  CHECK_THROWS_WITH(s.fill(1, 2, 3, out),
+                    "StreamingShardSampler::fill: slots [2, 2 + 3) are out of range for worker_size 4");
+  CHECK_THROWS_WITH(s.fill(2, 0, 0, out),
+                    "StreamingShardSampler: worker 2 is out of range for num_workers 2 (expected 0..1)");
   CHECK_THROWS_AS(distsampler::StreamingShardSampler(sizes, World(), 0, {}), distsampler::config_error);
 }
 
