@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <distsampler/distributed_sampler.hpp>
+#include <distsampler/streaming_shard_sampler.hpp>
 #include <distsampler/verify.hpp>
 
 #include <cstdint>
@@ -84,4 +85,61 @@ TEST_CASE("check_partition rejects malformed input with messages", "[verify][err
   CHECK_THROWS_WITH(distsampler::PartitionChecker(5, 0, Tail::pad), "PartitionChecker: world_size is 0 (expected at least 1)");
   distsampler::PartitionChecker checker(5, 2, Tail::pad);
   CHECK_THROWS_WITH(checker.add(2, 0), "PartitionChecker: rank 2 is out of range for world_size 2 (expected 0..1)");
+}
+
+TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[verify][shards]") {
+  const std::vector<std::uint64_t> sizes{50, 0, 7, 130, 1, 64};  // 252 samples
+  distsampler::ShardSamplerOptions o;
+  o.seed = 3;
+  for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+    o.tail = tail;
+    const auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
+      distsampler::StreamingShardSampler s(sizes, w, 5, o);  // 20 consumers
+      s.set_epoch(2);
+      return s;
+    });
+    INFO(report.summary());
+    CHECK(report.ok());
+    CHECK(report.world_size == 20);
+    // 252 = 12 * 20 + 12: pad flags 8 slots, drop leaves 12 unread, uneven spreads by one.
+    CHECK(report.padding_total() == (tail == Tail::pad ? 8u : 0u));
+    CHECK(report.missing == (tail == Tail::drop ? 12u : 0u));
+    CHECK(report.max_count() - report.min_count() == (tail == Tail::uneven ? 1u : 0u));
+  }
+  o.tail = Tail::pad;
+  // The classic bug: every rank builds rank 0's sampler.
+  const auto broken = distsampler::check_shard_samplers(3, [&](distsampler::World w) {
+    return distsampler::StreamingShardSampler(sizes, distsampler::World(0, w.world_size), 2, o);
+  });
+  CHECK_FALSE(broken.ok());
+  // 6 consumers of 42: ranks 1 and 2 re-read rank 0's 84 samples; 168 are never read.
+  CHECK(broken.duplicates == 168);
+  CHECK(broken.missing == 168);
+}
+
+TEST_CASE("check_shard_samplers refuses inconsistent samplers with a message", "[verify][shards][errors]") {
+  const std::vector<std::uint64_t> sizes{10, 20};
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(0, [&](distsampler::World w) {
+                      return distsampler::StreamingShardSampler(sizes, w, 1, {});
+                    }),
+                    "check_shard_samplers: world_size is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
+                      return distsampler::StreamingShardSampler(sizes, w, 1 + w.rank, {});
+                    }),
+                    "check_shard_samplers: the sampler made for rank 1 has num_workers 2 (expected 1)");
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World) {
+                      return distsampler::StreamingShardSampler(sizes, distsampler::World(0, 3), 1, {});
+                    }),
+                    "check_shard_samplers: the sampler made for rank 0 has world_size 3 (expected 2)");
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
+                      return distsampler::StreamingShardSampler(w.rank == 0 ? sizes : std::vector<std::uint64_t>{10},
+                                                                w, 1, {});
+                    }),
+                    "check_shard_samplers: the sampler made for rank 1 has dataset_size 10 (expected 30)");
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
+                      distsampler::ShardSamplerOptions o;
+                      o.tail = w.rank == 0 ? Tail::pad : Tail::drop;
+                      return distsampler::StreamingShardSampler(sizes, w, 1, o);
+                    }),
+                    "check_shard_samplers: the sampler made for rank 1 has tail drop (expected pad)");
 }

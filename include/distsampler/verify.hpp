@@ -208,6 +208,63 @@ template <class MakeSampler>
   return checker.finish();
 }
 
+/// Builds one StreamingShardSampler (or any sampler with its consumer interface) per
+/// rank with `make(World{rank, world_size})` and checks every consumer (rank x worker) of
+/// its segment together. The report's "ranks" are the consumers, numbered
+/// worker * world_size + rank, so "balanced" means every worker stream of every rank has
+/// the same count (Tail::uneven: within one), which is what keeps batch counts equal:
+///     auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
+///       distsampler::StreamingShardSampler s(shard_sizes, w, /*num_workers=*/2, options);
+///       s.set_epoch(3);
+///       return s;
+///     });
+/// A `make` that ignores its World (every rank building rank 0) fails the report with
+/// duplicates and missing samples. Throws config_error when world_size is 0 or a sampler's
+/// world size, worker count, dataset size or tail differs from the first one's.
+/// Memory: one byte per sample. Time: O(N + shards).
+template <class MakeSampler>
+[[nodiscard]] PartitionReport check_shard_samplers(std::uint64_t world_size, MakeSampler&& make) {
+  const std::string who = "check_shard_samplers: ";
+  if (world_size == 0) detail::throw_config_error(who + "world_size is 0 (expected at least 1)");
+  using Sampler = decltype(make(World(0, world_size)));
+  std::vector<Sampler> ranks;
+  ranks.reserve(static_cast<std::size_t>(world_size));
+  for (std::uint64_t r = 0; r < world_size; ++r) {
+    ranks.push_back(make(World(r, world_size)));
+    const Sampler& s = ranks.back();
+    const Sampler& first = ranks.front();
+    const auto differs = [&](const char* what, std::uint64_t got, std::uint64_t want) {
+      detail::throw_config_error(who + "the sampler made for rank " + std::to_string(r) + " has " + what + " " +
+                                 std::to_string(got) + " (expected " + std::to_string(want) + ")");
+    };
+    if (s.world().world_size != world_size) differs("world_size", s.world().world_size, world_size);
+    if (s.num_workers() != first.num_workers()) differs("num_workers", s.num_workers(), first.num_workers());
+    if (s.dataset_size() != first.dataset_size()) differs("dataset_size", s.dataset_size(), first.dataset_size());
+    if (s.options().tail != first.options().tail) {
+      detail::throw_config_error(who + "the sampler made for rank " + std::to_string(r) + " has tail " +
+                                 std::string(to_string(s.options().tail)) + " (expected " +
+                                 std::string(to_string(first.options().tail)) + ")");
+    }
+  }
+  const Sampler& first = ranks.front();
+  PartitionChecker checker(first.dataset_size(), first.consumers(), first.options().tail);
+  std::vector<decltype(first.sample(0, 0))> buffer(4096);
+  for (const Sampler& s : ranks) {
+    for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
+      const std::uint64_t size = s.worker_size(w);
+      for (std::uint64_t at = 0; at < size; at += buffer.size()) {
+        const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), size - at);
+        s.fill(w, at, count, buffer.data());
+        for (std::uint64_t i = 0; i < count; ++i) {
+          checker.add(s.consumer(w), buffer[static_cast<std::size_t>(i)].index,
+                      buffer[static_cast<std::size_t>(i)].is_padding);
+        }
+      }
+    }
+  }
+  return checker.finish();
+}
+
 DISTSAMPLER_NAMESPACE_END
 
 #endif  // DISTSAMPLER_VERIFY_HPP
