@@ -142,7 +142,7 @@ struct ShardEpochLayout {
 }  // namespace detail
 
 /// Streams a dataset made of shards (files of known sample counts) to W ranks x K
-/// workers, keeping every promise of DESIGN §1 while each consumer reads locally.
+/// workers, keeping every promise of the README while each consumer reads locally.
 ///
 /// How an epoch's global order G (a bijection on the N samples) is built, from
 /// (seed, epoch, shard sizes, options) only — never from world size or worker count:
@@ -335,7 +335,7 @@ class StreamingShardSampler {
   [[nodiscard]] const ShardSamplerOptions& options() const noexcept { return options_; }
   /// K = world_size * num_workers.
   [[nodiscard]] std::uint64_t consumers() const noexcept { return world_.world_size * num_workers_; }
-  /// max_open_shards * run_length: the unit of locality and of resumable checkpoints.
+  /// max_open_shards * run_length: the unit of locality (a state saved at block boundaries is a plain prefix).
   [[nodiscard]] std::uint64_t block_size() const noexcept { return options_.max_open_shards * options_.run_length; }
   /// The bound on shard ranges a consumer has open at once (reading interleaved).
   [[nodiscard]] std::uint64_t max_open_shards() const noexcept { return options_.max_open_shards; }
