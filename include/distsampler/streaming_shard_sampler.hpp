@@ -150,7 +150,8 @@ struct ShardEpochLayout {
 ///     shard is read from a per-epoch rotation of its offsets: the sequence Q;
 ///  2. Q's first C * ns * L samples (ns = N / (C * L)) are cut into C equal lanes of
 ///     ns runs of L consecutive samples; each lane's runs are permuted within windows of
-///     w runs (a keyed Feistel permutation per lane and window); runs are then taken
+///     w runs (a keyed permutation per lane and window: an exact Fisher-Yates draw for
+///     w <= 16, a FeistelPermutation above); runs are then taken
 ///     row-major (the first run of every lane, then the second, ...) and each group of m
 ///     consecutive runs forms a block of m * L samples, read round-robin across its m runs;
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
@@ -170,7 +171,8 @@ struct ShardEpochLayout {
 /// Throws config_error from the constructor for a bad World, num_workers 0, a size sum
 /// over 2^64 - 1, or bad options (messages name the parameter and the value).
 /// Complexity: construction and set_epoch O(shards) time and memory; sample(w, i)
-/// O(log shards); iteration lazy. Deterministic on every platform. Thread-safety: const
+/// O(log shards) (plus O(log ranges) in a resumed segment with holes); fill(w, i, n, out)
+/// O(n) plus one lookup per range; iteration lazy. Deterministic on every platform. Thread-safety: const
 /// members may run concurrently; copies share the immutable epoch layout.
 class StreamingShardSampler {
  public:
