@@ -12,6 +12,7 @@
 #endif
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -200,6 +201,54 @@ template <class Sampler>
   if (world_from(comm).rank == 0 && sampler.options().tail == Tail::drop) {
     const std::uint64_t n = sampler.dataset_size();
     for (std::uint64_t p = n - n % sampler.world_size(); p < n; ++p) guard.skip(sampler.index_at_position(p));
+  }
+  return guard.finish(comm);
+}
+
+/// The overlap guard for one segment of a StreamingShardSampler (a whole epoch, or what
+/// a resumed state leaves): feeds every worker stream of this rank (padding flagged) and
+/// this rank's share of the positions the segment does not read (consumed before it,
+/// and the remainder Tail::drop leaves) into an OverlapGuard, so the verdict covers all
+/// N samples. Collective over `comm`; O(N / W + reads) per rank.
+[[nodiscard]] inline GuardReport guard_shard_epoch(const StreamingShardSampler& sampler,
+                                                   MPI_Comm comm = MPI_COMM_WORLD) {
+  const World mpi_world = world_from(comm);
+  OverlapGuard guard(sampler.dataset_size());
+  std::vector<ShardSample> buffer(4096);
+  for (std::uint64_t w = 0; w < sampler.num_workers(); ++w) {
+    const std::uint64_t size = sampler.worker_size(w);
+    for (std::uint64_t at = 0; at < size; at += buffer.size()) {
+      const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), size - at);
+      sampler.fill(w, at, count, buffer.data());
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const ShardSample& x = buffer[static_cast<std::size_t>(i)];
+        if (x.is_padding) {
+          guard.padding();
+        } else {
+          guard.read(x.index);
+        }
+      }
+    }
+  }
+  // Positions outside the segment, then the dropped end of the segment: rank r skips
+  // those congruent to r modulo the world size.
+  const auto ranges = sampler.remaining_ranges();
+  const std::uint64_t n = sampler.dataset_size(), k = sampler.consumers();
+  auto skip = [&](std::uint64_t p) {
+    if (p % mpi_world.world_size == mpi_world.rank) guard.skip(sampler.at_global(p).index);
+  };
+  std::uint64_t p = 0, remaining = 0;
+  for (const PositionRange& r : ranges) {
+    for (; p < r.begin; ++p) skip(p);
+    p = r.end;
+    remaining += r.size();
+  }
+  for (; p < n; ++p) skip(p);
+  if (sampler.options().tail == Tail::drop) {
+    std::uint64_t dropped = remaining % k;  // the last `dropped` positions of the segment
+    for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {
+      for (std::uint64_t q = r->end; q > r->begin && dropped != 0; --q, --dropped) skip(q - 1);
+    }
   }
   return guard.finish(comm);
 }

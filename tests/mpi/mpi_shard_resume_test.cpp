@@ -68,13 +68,28 @@ int main(int argc, char** argv) {
       read(sampler, w, done.back(), mine);
     }
     const ds::SamplerState state = ds::mpi::shard_state(sampler, done);
+    // The whole epoch's partition, proven across ranks with O(1) communication.
+    const ds::mpi::GuardReport guard = ds::mpi::guard_shard_epoch(sampler);
+    // Under Tail::drop the guard accounts for the dropped remainder, fresh and resumed.
+    ds::ShardSamplerOptions drop_options = options();
+    drop_options.tail = ds::Tail::drop;
+    ds::StreamingShardSampler dropping(layout(), world, workers, drop_options);
+    dropping.set_epoch(2);
+    const ds::mpi::GuardReport drop_fresh = ds::mpi::guard_shard_epoch(dropping);
+    std::vector<std::uint64_t> drop_done;
+    for (std::uint64_t w = 0; w < workers; ++w) drop_done.push_back(std::min(done[w], dropping.worker_size(w)));
+    dropping.load_state(ds::mpi::shard_state(dropping, drop_done));
+    const ds::mpi::GuardReport drop_resumed = ds::mpi::guard_shard_epoch(dropping);
+    if (!guard.ok || !drop_fresh.ok || !drop_resumed.ok) status = 1;
     const auto all = distsampler_tests::gather_at_root(mine).values;
     if (world.rank == 0) {
       std::ofstream(dir + "/state.txt") << state.to_text() << "\n";
       std::ofstream out(dir + "/read.txt");
       for (std::uint64_t index : all) out << index << "\n";
-      std::printf("stopped on %d ranks x %llu workers: %zu samples read, state %s\n", size,
-                  static_cast<unsigned long long>(workers), all.size(), state.to_text().c_str());
+      std::printf("stopped on %d ranks x %llu workers: %zu samples read, state %s\nepoch guard: %s\n"
+                  "drop guard, fresh: %s\ndrop guard, resumed: %s\n",
+                  size, static_cast<unsigned long long>(workers), all.size(), state.to_text().c_str(),
+                  guard.message.c_str(), drop_fresh.message.c_str(), drop_resumed.message.c_str());
     }
   } else if (mode == "resume" && argc == 4) {
     const std::string dir = argv[3];
@@ -82,6 +97,8 @@ int main(int argc, char** argv) {
     std::getline(std::ifstream(dir + "/state.txt"), line);
     sampler.load_state(ds::SamplerState::from_text(line));
     for (std::uint64_t w = 0; w < workers; ++w) read(sampler, w, sampler.worker_size(w), mine);
+    // The resumed segment plus what the state marks consumed cover the epoch exactly once.
+    const ds::mpi::GuardReport guard = ds::mpi::guard_shard_epoch(sampler);
     const auto all = distsampler_tests::gather_at_root(mine).values;
     if (world.rank == 0) {
       std::vector<unsigned> count(static_cast<std::size_t>(sampler.dataset_size()));
@@ -91,12 +108,12 @@ int main(int argc, char** argv) {
       for (std::uint64_t i : all) ++count[static_cast<std::size_t>(i)];
       std::uint64_t twice = 0, never = 0;
       for (unsigned c : count) twice += c > 1 ? 1 : 0, never += c == 0 ? 1 : 0;
-      const bool ok = twice == 0 && never == 0;
+      const bool ok = twice == 0 && never == 0 && guard.ok;
       std::printf("resumed on %d ranks x %llu workers: %llu + %zu reads of %llu, %llu read twice, %llu never\n"
-                  "mpi shard resume: %d passed, %d failed\n",
+                  "segment guard: %s\nmpi shard resume: %d passed, %d failed\n",
                   size, static_cast<unsigned long long>(workers), static_cast<unsigned long long>(before), all.size(),
                   static_cast<unsigned long long>(sampler.dataset_size()), static_cast<unsigned long long>(twice),
-                  static_cast<unsigned long long>(never), ok ? 1 : 0, ok ? 0 : 1);
+                  static_cast<unsigned long long>(never), guard.message.c_str(), ok ? 1 : 0, ok ? 0 : 1);
       status = ok ? 0 : 1;
     }
   } else if (mode == "errors" && argc == 3) {
@@ -121,6 +138,8 @@ int main(int argc, char** argv) {
     const ds::StreamingShardSampler wrong(layout(), ds::World(world.rank == 1 ? 0 : world.rank, world.world_size),
                                           workers, options());
     const std::string wrong_rank = error_of(wrong, workers);
+    // The guard catches the same mistake at run time.
+    const std::string guard = ds::mpi::guard_shard_epoch(wrong).message;
     const int ok =
         counts == (one ? "no error" : prefix + "rank 1 passed " + w1 + " counts (expected num_workers = " + w + ")") &&
                 more_workers == (one ? "no error"
@@ -128,14 +147,15 @@ int main(int argc, char** argv) {
                                            " (expected the same on every rank)") &&
                 wrong_rank == (one ? "no error"
                                    : prefix + "MPI rank 1 of " + n + " built its sampler as rank 0 of " + n +
-                                         " (expected its own MPI rank and size)")
+                                         " (expected its own MPI rank and size)") &&
+                guard.rfind(one ? "ok: disjoint and covering" : "overlap and missing samples", 0) == 0
             ? 1
             : 0;
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (world.rank == 0) {
-      std::printf("rank 0 saw:\n  %s\n  %s\n  %s\nmpi shard errors: %d passed, %d failed\n", counts.c_str(),
-                  more_workers.c_str(), wrong_rank.c_str(), all_ok, 1 - all_ok);
+      std::printf("rank 0 saw:\n  %s\n  %s\n  %s\n  guard: %s\nmpi shard errors: %d passed, %d failed\n",
+                  counts.c_str(), more_workers.c_str(), wrong_rank.c_str(), guard.c_str(), all_ok, 1 - all_ok);
     }
     status = all_ok ? 0 : 1;
   } else {
