@@ -639,6 +639,22 @@ TEST_CASE("totals up to 2^64 - 1 are accepted and larger ones rejected", "[shard
   CHECK(x.index == (x.shard == 0 ? x.offset : max - 5 + x.offset));
   const auto y = big.sample(0, 123456789);
   CHECK(y.offset < (y.shard == 0 ? max - 5 : 5));
+  // A stop inside blocks near 2^64: 8 consumers, blocks of 64, 3 samples each.
+  const SamplerState st = big.state(3);
+  CHECK(st.consumed == 3);
+  REQUIRE(st.ahead.size() == 7);
+  CHECK(st.ahead.back() == distsampler::PositionRange{7 * 64, 7 * 64 + 3});
+  CHECK(SamplerState::from_bytes(st.to_bytes()) == st);
+  StreamingShardSampler resumed({max - 5, 5}, World(0, 3), 1, {});
+  resumed.load_state(SamplerState::from_text(st.to_text()));
+  CHECK(resumed.start() == 24);
+  CHECK(resumed.consumer_position(0, 0) == 3);
+  CHECK(resumed.worker_size(0) == (max - 24) / 3 + ((max - 24) % 3 != 0 ? 1 : 0));
+  const std::uint64_t last = resumed.worker_size(0) - 1;
+  CHECK(resumed.sample(0, last).index < max);
+  const SamplerState end = resumed.state(resumed.worker_size(0));
+  CHECK(end.consumed == max);
+  CHECK(end.ahead.empty());
   CHECK_THROWS_WITH(StreamingShardSampler({max, 1}, World(), 1, {}),
                     "StreamingShardSampler: total samples overflow 64 bits at shard 1 (size 1 after "
                     "18446744073709551615; expected a sum <= 18446744073709551615)");
