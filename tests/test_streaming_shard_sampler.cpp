@@ -536,6 +536,42 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
   }
 }
 
+TEST_CASE("with the same world and workers, every stream continues exactly where an equal stop left it",
+          "[shards][resume]") {
+  TestRng rng{31337};
+  for (int trial = 0; trial < 120; ++trial) {
+    const auto sizes = random_sizes(rng, 14, 60);
+    const Tail tail = trial % 3 == 0 ? Tail::pad : trial % 3 == 1 ? Tail::drop : Tail::uneven;
+    const auto options = small_options(static_cast<std::uint64_t>(trial), tail, rng.next());
+    const std::uint64_t w = 1 + rng.below(4), workers = 1 + rng.below(3);
+    const auto original = make_ranks(sizes, w, workers, options, 1);
+    const auto& s0 = original.front();
+    const std::uint64_t k = s0.consumers(), b = s0.block_size();
+    const std::uint64_t full = (s0.dataset_size() / k / b) * b;  // slots of the full rounds
+    // Stop twice at equal counts inside the full rounds, reloading the same world each time.
+    const std::uint64_t first_stop = rng.below(full + 1);
+    const std::uint64_t second_stop = first_stop + rng.below(full - first_stop + 1);
+    SamplerState st = original[static_cast<std::size_t>(rng.below(w))].state(first_stop);
+    for (const std::uint64_t stop : {first_stop, second_stop}) {  // the second resumes the resumed segment
+      std::vector<StreamingShardSampler> resumed;
+      for (std::uint64_t r = 0; r < w; ++r) {
+        resumed.emplace_back(sizes, World(r, w), workers, options);
+        resumed.back().load_state(SamplerState::from_text(st.to_text()));
+      }
+      INFO("trial " << trial << " W " << w << " workers " << workers << " stop " << stop << " state " << st.to_text());
+      for (std::uint64_t r = 0; r < w; ++r) {
+        const auto& o = original[static_cast<std::size_t>(r)];
+        const auto& s = resumed[static_cast<std::size_t>(r)];
+        for (std::uint64_t wk = 0; wk < workers; ++wk) {
+          REQUIRE(s.worker_size(wk) == o.worker_size(wk) - stop);
+          for (std::uint64_t i = 0; i < s.worker_size(wk); ++i) REQUIRE(s.sample(wk, i) == o.sample(wk, stop + i));
+        }
+      }
+      if (stop == first_stop) st = resumed.front().state(second_stop - first_stop);
+    }
+  }
+}
+
 TEST_CASE("a stop inside blocks records the documented ranges, round-trips and is rejected by other layouts",
           "[shards][resume]") {
   ShardSamplerOptions o;
@@ -575,10 +611,14 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK(t.start() == 12);
   CHECK(t.remaining_ranges() ==
         std::vector<distsampler::PositionRange>{{3, 4}, {7, 8}, {11, 12}, {15, 220}});
-  CHECK(t.consumer_position(0, 0) == 3);  // the first block of the segment takes the holes first
-  CHECK(t.consumer_position(0, 1) == 7);
-  CHECK(t.consumer_position(0, 3) == 15);
-  CHECK(t.consumer_position(1, 0) == 16);
+  // The holes before the first untouched block (3, 7, 11 and 15, up to 16) are read
+  // first, one per consumer of the 3; then blocks of 4 from position 15 of the segment.
+  CHECK(t.consumer_position(0, 0) == 3);
+  CHECK(t.consumer_position(1, 0) == 7);
+  CHECK(t.consumer_position(2, 0) == 11);
+  CHECK(t.consumer_position(0, 1) == 15);
+  CHECK(t.consumer_position(0, 3) == 17);
+  CHECK(t.consumer_position(1, 1) == 19);
   StreamingShardSampler other_layout({100, 50, 70, 0}, World(), 1, o);
   CHECK_THROWS_AS(other_layout.load_state(st), distsampler::state_error);
   auto o2 = o;

@@ -157,11 +157,16 @@ struct ShardEpochLayout {
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
 /// A segment of the epoch is the sequence V of G's positions not yet consumed, in G
 /// order: all of G after set_epoch, or what a loaded SamplerState leaves. Consumer
-/// k = worker * W + rank reads blocks k, k + K, k + 2K ... of V (K = W * num_workers),
-/// then an equal contiguous share of the last partial round, then the tail slot. A state
-/// saved after any per-consumer progress records exactly the consumed positions of G
-/// (a prefix plus a few ranges ahead of it), so it resumes exactly once on any world
-/// size and worker count, and a resumed segment can be saved and resumed again.
+/// k = worker * W + rank (K = W * num_workers) first reads its 1/K contiguous share of
+/// V's leading holes (the positions before the first block boundary of G past every
+/// consumed one; none in a fresh epoch), then blocks k, k + K, k + 2K ... of the rest,
+/// then an equal contiguous share of the last partial round, then the tail slot (pad: a
+/// flagged duplicate of one of the segment's last samples). A state saved after any
+/// per-consumer progress records exactly the consumed positions of G (a prefix plus a
+/// few ranges ahead of it), so it resumes exactly once on any world size and worker
+/// count, and a resumed segment can be saved and resumed again. Resumed with the same
+/// world size and worker count after an equal stop inside the full rounds, every stream
+/// continues sample for sample where it stopped.
 ///
 /// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
 /// minus R mod K dropped positions); every consumer has the same count (uneven: counts
@@ -379,36 +384,38 @@ class StreamingShardSampler {
   /// The segment position (in [0, remaining)) of slot i of consumer k: the index into V,
   /// this segment's remaining positions of G. O(1).
   [[nodiscard]] std::uint64_t consumer_segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
-    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk, b = block_size();
-    const std::uint64_t rounds = even / b, partial = even - rounds * b;
+    const Deal d = deal();
+    if (i < d.front) return k * d.front + i;
+    i -= d.front;
     std::uint64_t x = 0;
-    if (i < rounds * b) {
-      x = ((i / b) * kk + k) * b + i % b;
-    } else if (i < even) {
-      x = rounds * b * kk + k * partial + (i - rounds * b);
-    } else if (k < extra) {
-      x = even * kk + k;
+    if (i < d.rounds * d.b) {
+      x = ((i / d.b) * d.kk + k) * d.b + i % d.b;
+    } else if (i < d.even) {
+      x = d.rounds * d.b * d.kk + k * d.partial + (i - d.rounds * d.b);
+    } else if (k < d.extra) {
+      x = d.even * d.kk + k;
     } else {
-      x = (k - extra) % r;  // padding wraps to the start of the remainder
+      // Padding repeats the segment's last samples (the same ones after an equal resume).
+      x = d.r - 1 - (k - d.extra) % d.r;
     }
-    return x;
+    return d.base + x;
   }
 
   /// Samples consumer k reads (see worker_size). O(1).
   [[nodiscard]] std::uint64_t consumer_size(std::uint64_t k) const noexcept {
-    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk;
+    const Deal d = deal();
     switch (options_.tail) {
-      case Tail::pad: return even + (extra != 0 ? 1 : 0);
-      case Tail::drop: return even;
-      case Tail::uneven: return even + (k < extra ? 1 : 0);
+      case Tail::pad: return d.front + d.even + (d.extra != 0 ? 1 : 0);
+      case Tail::drop: return d.front + d.even;
+      case Tail::uneven: return d.front + d.even + (k < d.extra ? 1 : 0);
     }
-    return even;
+    return d.front + d.even;
   }
 
   /// True when slot i of consumer k is a flagged padding duplicate.
   [[nodiscard]] bool consumer_is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
-    const std::uint64_t r = remaining(), kk = consumers();
-    return options_.tail == Tail::pad && i == r / kk && k >= r % kk;
+    const Deal d = deal();
+    return options_.tail == Tail::pad && i == d.front + d.even && k >= d.extra;
   }
 
   /// Slot i of consumer k as a ShardSample. O(log shards).
@@ -484,8 +491,11 @@ class StreamingShardSampler {
       for (std::uint64_t t = 0; t < length; ++t, at += stride) *at = ShardSample{shard, begin + t, base + begin + t, false};
     });
     // Only the tail slot can be padding.
-    const std::uint64_t even = remaining() / consumers();
-    if (even >= first && even < first + count && consumer_is_padding(k, even)) out[even - first].is_padding = true;
+    const Deal d = deal();
+    const std::uint64_t tail_slot = d.front + d.even;
+    if (tail_slot >= first && tail_slot < first + count && consumer_is_padding(k, tail_slot)) {
+      out[tail_slot - first].is_padding = true;
+    }
   }
 
   /// The fingerprinted description of the order ("shard-v2 shuffle streams=64 ...").
@@ -557,6 +567,30 @@ class StreamingShardSampler {
 
   [[nodiscard]] std::uint64_t remaining() const noexcept { return remaining_; }
 
+  // How the segment V is dealt to the K consumers. V starts with `lead_` positions that
+  // lie before the first block of G with nothing consumed from it on (the holes a stop
+  // inside blocks leaves). Each consumer first reads `front` = lead_ / K of them,
+  // contiguously: after an equal stop inside the full rounds with the same K, these are
+  // exactly the rest of its own block, so every stream continues where it stopped. The
+  // rest, V[base, r), is dealt in blocks (k, k + K, ...), an equal share of the last
+  // partial round and a tail slot, as a fresh epoch is.
+  struct Deal {
+    std::uint64_t kk, b, front, base, r, even, extra, rounds, partial;
+  };
+  [[nodiscard]] Deal deal() const noexcept {
+    Deal d{};
+    d.kk = consumers();
+    d.b = block_size();
+    d.front = lead_ / d.kk;
+    d.base = d.front * d.kk;
+    d.r = remaining_ - d.base;
+    d.even = d.r / d.kk;
+    d.extra = d.r % d.kk;
+    d.rounds = d.even / d.b;
+    d.partial = d.even - d.rounds * d.b;
+    return d;
+  }
+
   // The span holding segment position x (< remaining_).
   [[nodiscard]] const Span& span_of(std::uint64_t x) const noexcept {
     if (spans_.size() == 1) return spans_.front();
@@ -603,6 +637,16 @@ class StreamingShardSampler {
     }
     add(n_);
     remaining_ = v;
+    // The lead: V's positions before the first block boundary of G past every consumed one.
+    lead_ = 0;
+    if (!consumed.empty()) {
+      const std::uint64_t b = block_size(), last = consumed.back().end;
+      const std::uint64_t blocks = last / b + (last % b != 0 ? 1 : 0);
+      const std::uint64_t aligned = blocks > n_ / b ? n_ : std::min(n_, blocks * b);
+      std::uint64_t before = 0;  // consumed positions, all below `last` <= aligned
+      for (const PositionRange& r : consumed) before += r.end - r.begin;
+      lead_ = aligned - before;
+    }
   }
 
   // Batches of `batch_size` the workers of rank r hold in all (short last batches count).
@@ -659,22 +703,27 @@ class StreamingShardSampler {
 
   // The state once consumer c has read its first done[c] slots (validated by the caller).
   [[nodiscard]] SamplerState state_of(const std::vector<std::uint64_t>& done) const {
-    const std::uint64_t r = remaining(), kk = consumers(), even = r / kk, extra = r % kk, b = block_size();
-    const std::uint64_t rounds = even / b, partial = even - rounds * b;
-    // Segment positions consumed, as ranges. Blocks every consumer finished form a prefix.
+    const Deal dl = deal();
+    const std::uint64_t kk = dl.kk, b = dl.b, even = dl.even, rounds = dl.rounds, base = dl.base;
+    // Segment positions consumed, as ranges: the front reads, then the dealt part, where
+    // blocks every consumer finished form a prefix.
     std::uint64_t common = UINT64_MAX;
-    for (const std::uint64_t d : done) common = std::min(common, std::min(d, rounds * b) / b);
+    for (const std::uint64_t d : done) common = std::min(common, std::min(d - std::min(d, dl.front), rounds * b) / b);
     std::vector<PositionRange> seg;
-    if (common != 0) seg.push_back(PositionRange{0, common * kk * b});
+    if (common != 0) seg.push_back(PositionRange{base, base + common * kk * b});
     for (std::uint64_t k = 0; k < kk; ++k) {
-      const std::uint64_t d = done[static_cast<std::size_t>(k)], f = std::min(d, rounds * b);
-      for (std::uint64_t j = common; j < f / b; ++j) seg.push_back(PositionRange{(j * kk + k) * b, (j * kk + k + 1) * b});
-      if (f % b != 0) seg.push_back(PositionRange{((f / b) * kk + k) * b, ((f / b) * kk + k) * b + f % b});
+      const std::uint64_t all_done = done[static_cast<std::size_t>(k)];
+      seg.push_back(PositionRange{k * dl.front, k * dl.front + std::min(all_done, dl.front)});
+      const std::uint64_t d = all_done - std::min(all_done, dl.front), f = std::min(d, rounds * b);
+      for (std::uint64_t j = common; j < f / b; ++j) {
+        seg.push_back(PositionRange{base + (j * kk + k) * b, base + (j * kk + k + 1) * b});
+      }
+      if (f % b != 0) seg.push_back(PositionRange{base + ((f / b) * kk + k) * b, base + ((f / b) * kk + k) * b + f % b});
       if (d > rounds * b) {
-        const std::uint64_t first = rounds * b * kk + k * partial;
+        const std::uint64_t first = base + rounds * b * kk + k * dl.partial;
         seg.push_back(PositionRange{first, first + (std::min(d, even) - rounds * b)});
       }
-      if (d > even && k < extra) seg.push_back(PositionRange{even * kk + k, even * kk + k + 1});
+      if (d > even && k < dl.extra) seg.push_back(PositionRange{base + even * kk + k, base + even * kk + k + 1});
     }
     merge_ranges(seg);
     // To G positions: the gaps between spans were consumed before this segment.
@@ -749,9 +798,11 @@ class StreamingShardSampler {
   // End (exclusive) of the chunk of consumer k containing slot i: slots up to there map
   // to consecutive global positions.
   [[nodiscard]] std::uint64_t chunk_end_of(std::uint64_t k, std::uint64_t i) const noexcept {
-    const std::uint64_t even = remaining() / consumers(), b = block_size(), rounds = even / b;
-    if (i < rounds * b) return (i / b + 1) * b;
-    if (i < even) return even;
+    const Deal d = deal();
+    if (i < d.front) return d.front;
+    const std::uint64_t j = i - d.front;
+    if (j < d.rounds * d.b) return d.front + (j / d.b + 1) * d.b;
+    if (j < d.even) return d.front + d.even;
     return consumer_size(k);
   }
 
@@ -929,6 +980,7 @@ class StreamingShardSampler {
   std::uint64_t epoch_key_ = 0;
   std::vector<Span> spans_;  // the segment: remaining G ranges in order
   std::uint64_t remaining_ = 0;
+  std::uint64_t lead_ = 0;  // V positions before the first untouched block boundary (see Deal)
   std::shared_ptr<const detail::ShardEpochLayout> layout_;
 };
 
