@@ -1,4 +1,4 @@
-// distsampler libtorch adapter (opt-in): DistributedSampler as a torch::data sampler, seeded, resumable and reshuffling through make_data_loader.
+// distsampler libtorch adapter (opt-in): the samplers as torch::data samplers, seeded, resumable and reshuffling through make_data_loader.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_HPP
 #define DISTSAMPLER_TORCH_HPP
@@ -7,6 +7,7 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,33 @@ enum class TorchEpochMode {
 };
 
 namespace detail {
+
+// A SamplerState as an int64 tensor of its bytes under `key` in torch's archive.
+inline void write_state(torch::serialize::OutputArchive& archive, const char* key, const SamplerState& state) {
+  const auto bytes = state.to_bytes();
+  std::vector<std::int64_t> values(bytes.begin(), bytes.end());
+  archive.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
+}
+
+// Reads what write_state wrote; state_error (prefixed by `who`) for anything else.
+inline SamplerState read_state(torch::serialize::InputArchive& archive, const char* key, const char* who) {
+  torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(SamplerState::byte_size)}, torch::kInt64);
+  archive.read(key, tensor, /*is_buffer=*/true);
+  if (tensor.dim() != 1 || tensor.scalar_type() != torch::kInt64) {
+    throw_state_error(std::string(who) + ": '" + key + "' is not a 1-d int64 tensor");
+  }
+  tensor = tensor.contiguous();
+  const auto* values = tensor.data_ptr<std::int64_t>();
+  std::vector<std::uint8_t> bytes;
+  for (std::int64_t i = 0; i < tensor.numel(); ++i) {
+    if (values[i] < 0 || values[i] > 255) {
+      throw_state_error(std::string(who) + ": '" + key + "' holds " + std::to_string(values[i]) +
+                        " (expected bytes 0..255)");
+    }
+    bytes.push_back(static_cast<std::uint8_t>(values[i]));
+  }
+  return SamplerState::from_bytes(bytes.data(), bytes.size());
+}
 
 // The epoch that a sampler and its copies (the DataLoader's among them) share.
 struct SharedEpoch {
@@ -229,28 +257,11 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
 
   void save(torch::serialize::OutputArchive& archive) const override {
     const std::uint64_t k = batches_.micro_batches_per_step();
-    const auto bytes = batches_.state(done_ / k, done_ % k).to_bytes();
-    std::vector<std::int64_t> values(bytes.begin(), bytes.end());
-    archive.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
+    detail::write_state(archive, key, batches_.state(done_ / k, done_ % k));
   }
 
   void load(torch::serialize::InputArchive& archive) override {
-    torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(SamplerState::byte_size)}, torch::kInt64);
-    archive.read(key, tensor, /*is_buffer=*/true);
-    if (tensor.dim() != 1 || tensor.scalar_type() != torch::kInt64) {
-      detail::throw_state_error("TorchBatchSampler::load: '" + std::string(key) + "' is not a 1-d int64 tensor");
-    }
-    tensor = tensor.contiguous();
-    const auto* values = tensor.data_ptr<std::int64_t>();
-    std::vector<std::uint8_t> bytes;
-    for (std::int64_t i = 0; i < tensor.numel(); ++i) {
-      if (values[i] < 0 || values[i] > 255) {
-        detail::throw_state_error("TorchBatchSampler::load: '" + std::string(key) + "' holds " +
-                                  std::to_string(values[i]) + " (expected bytes 0..255)");
-      }
-      bytes.push_back(static_cast<std::uint8_t>(values[i]));
-    }
-    const SamplerState state = SamplerState::from_bytes(bytes.data(), bytes.size());
+    const SamplerState state = detail::read_state(archive, key, "TorchBatchSampler::load");
     batches_.resume(state);
     shared_->epoch.store(state.epoch);
     shared_->started.store(true);
@@ -266,6 +277,94 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
   std::shared_ptr<detail::SharedEpoch> shared_;
   TorchEpochMode mode_;
   std::uint64_t done_ = 0;
+  bool resumed_ = false;
+};
+
+/// A libtorch sampler over one rank's StreamingShardSampler stream: `next(k)` returns the
+/// global indices of the rank's next k samples, in the shard-local order (a few shards at
+/// a time, runs of consecutive records), for a map-style dataset that reads sample i of
+/// the concatenated shards. libtorch's DataLoader asks its sampler from one thread and
+/// lets its workers fetch the batches, so the rank has one stream (num_workers = 1).
+/// Under Tail::pad the last batch may repeat one sample to keep ranks equal (libtorch
+/// requests cannot carry a padding flag; use drop or uneven for exact evaluation).
+///
+/// `save` writes the job's SamplerState (bytes) assuming every rank has returned the
+/// same number of samples, as lockstep training does; `load` resumes it on this sampler's
+/// world size, which may differ (elastic): the rest of the epoch is read exactly once,
+/// and on the same world size every rank continues exactly where it stopped. Load before
+/// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
+/// from the constructor as StreamingShardSampler does, and from reset() for a new dataset
+/// size other than the shards' total; state_error from load.
+class TorchShardSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+ public:
+  using BatchRequestType = std::vector<std::size_t>;
+
+  TorchShardSampler(std::vector<std::uint64_t> shard_sizes, World world, ShardSamplerOptions options = {},
+                    TorchEpochMode mode = TorchEpochMode::manual)
+      : sampler_(std::move(shard_sizes), world, 1, options),
+        shared_(std::make_shared<detail::SharedEpoch>()),
+        mode_(mode) {}
+
+  /// As TorchSampler::set_epoch: reaches every copy at its next reset().
+  void set_epoch(std::uint64_t epoch) {
+    shared_->epoch.store(epoch);
+    sampler_.set_epoch(epoch);
+    position_ = 0;
+  }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
+  /// Samples of this rank returned since the epoch (or the resumed segment) began.
+  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
+  [[nodiscard]] const StreamingShardSampler& sampler() const noexcept { return sampler_; }
+
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
+      detail::throw_config_error("TorchShardSampler::reset: the dataset has " + std::to_string(*new_size) +
+                                 " samples but the shards hold " + std::to_string(sampler_.dataset_size()) +
+                                 " (expected the shard sizes to describe the dataset)");
+    }
+    if (resumed_) {
+      resumed_ = false;  // the loader's first reset after load() continues the loaded segment
+      return;
+    }
+    sampler_.set_epoch(shared_->begin_pass(mode_));
+    position_ = 0;
+  }
+
+  torch::optional<BatchRequestType> next(std::size_t batch_size) override {
+    const std::uint64_t e = shared_->epoch.load();
+    if (e != sampler_.epoch() && position_ == 0) sampler_.set_epoch(e);  // another copy moved the epoch
+    const std::uint64_t size = sampler_.worker_size(0);
+    if (position_ >= size) return torch::nullopt;
+    const std::uint64_t count = std::min<std::uint64_t>(size - position_, batch_size);
+    std::vector<ShardSample> samples(static_cast<std::size_t>(count));
+    sampler_.fill(0, position_, count, samples.data());
+    position_ += count;
+    BatchRequestType batch;
+    batch.reserve(samples.size());
+    for (const ShardSample& x : samples) batch.push_back(static_cast<std::size_t>(x.index));
+    return batch;
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override {
+    detail::write_state(archive, key, sampler_.state(position_));
+  }
+
+  void load(torch::serialize::InputArchive& archive) override {
+    const SamplerState state = detail::read_state(archive, key, "TorchShardSampler::load");
+    sampler_.load_state(state);
+    shared_->epoch.store(state.epoch);
+    shared_->started.store(true);
+    position_ = 0;
+    resumed_ = true;
+  }
+
+ private:
+  static constexpr const char* key = "distsampler_shard_state";
+
+  StreamingShardSampler sampler_;
+  std::shared_ptr<detail::SharedEpoch> shared_;
+  TorchEpochMode mode_;
+  std::uint64_t position_ = 0;
   bool resumed_ = false;
 };
 

@@ -230,3 +230,102 @@ CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter
                           "TorchBatchSampler::load: 'distsampler_batch_state' holds 300 (expected bytes 0..255)");
   CATCH_CHECK_THROWS_AS(load_raw(b, "distsampler_batch_state", {1, 2, 3}), ds::state_error);
 }
+
+namespace {
+
+const std::vector<std::uint64_t> shard_sizes{300, 0, 41, 250, 9, 128};  // 728 samples
+
+ds::ShardSamplerOptions shard_options(ds::Tail tail) {
+  ds::ShardSamplerOptions o;
+  o.seed = 21;
+  o.tail = tail;
+  o.canonical_streams = 16;
+  o.max_open_shards = 4;
+  o.run_length = 4;
+  return o;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("TorchShardSampler feeds a rank's shard stream through make_data_loader", "[torch-adapter][shards]") {
+  std::vector<unsigned> reads(728);
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    ds::TorchShardSampler sampler(shard_sizes, ds::World(r, 3), shard_options(ds::Tail::uneven));
+    sampler.set_epoch(2);
+    std::vector<ds::ShardSample> expected(static_cast<std::size_t>(sampler.sampler().worker_size(0)));
+    sampler.sampler().fill(0, 0, expected.size(), expected.data());
+    auto loader = torch::data::make_data_loader(IndexDataset(728), sampler,
+                                                torch::data::DataLoaderOptions().batch_size(10).workers(2));
+    const auto got = one_pass(*loader);
+    std::vector<std::uint64_t> want;
+    for (const auto& x : expected) want.push_back(x.index);
+    // Workers may finish batches out of order; the set and the count are the rank's stream.
+    CATCH_CHECK(got.size() == want.size());
+    CATCH_CHECK(std::is_permutation(got.begin(), got.end(), want.begin()));
+    for (std::uint64_t index : got) ++reads[index];
+    // set_epoch on the caller's object reaches the loader's copy.
+    sampler.set_epoch(3);
+    auto next_epoch = one_pass(*loader);
+    std::sort(next_epoch.begin(), next_epoch.end());
+    auto first_epoch = got;
+    std::sort(first_epoch.begin(), first_epoch.end());
+    CATCH_CHECK(next_epoch != first_epoch);
+  }
+  CATCH_CHECK(std::count(reads.begin(), reads.end(), 1u) == 728);
+}
+
+CATCH_TEST_CASE("TorchShardSampler resumes from torch's archive: elastic, and exact on the same world",
+                "[torch-adapter][shards]") {
+  std::vector<unsigned> reads(728);
+  std::string saved;
+  // Run 1: 2 ranks, 13 batches of 7 each (91 samples: inside a block of 16).
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    ds::TorchShardSampler sampler(shard_sizes, ds::World(r, 2), shard_options(ds::Tail::uneven));
+    sampler.reset();
+    for (int i = 0; i < 13; ++i) {
+      const auto batch = sampler.next(7);
+      for (std::size_t index : *batch) ++reads[index];
+    }
+    std::stringstream stream;
+    torch::save(sampler, stream);
+    saved = stream.str();  // every rank saves the same state
+  }
+  // On the same world every rank continues exactly where it stopped.
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    ds::TorchShardSampler uninterrupted(shard_sizes, ds::World(r, 2), shard_options(ds::Tail::uneven));
+    uninterrupted.reset();
+    (void)uninterrupted.next(91);
+    ds::TorchShardSampler resumed(shard_sizes, ds::World(r, 2), shard_options(ds::Tail::uneven));
+    std::stringstream stream(saved);
+    torch::load(resumed, stream);
+    resumed.reset();  // the loader's first reset continues the loaded segment
+    CATCH_CHECK(drain(resumed, 5) == drain(uninterrupted, 5));
+  }
+  // Run 2: 3 ranks, loaded before make_data_loader, to the end of the epoch.
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    ds::TorchShardSampler sampler(shard_sizes, ds::World(r, 3), shard_options(ds::Tail::uneven));
+    std::stringstream stream(saved);
+    torch::load(sampler, stream);
+    CATCH_CHECK(sampler.epoch() == 0);
+    auto loader = torch::data::make_data_loader(IndexDataset(728), sampler,
+                                                torch::data::DataLoaderOptions().batch_size(8).workers(0));
+    for (std::uint64_t index : one_pass(*loader)) ++reads[index];
+  }
+  CATCH_CHECK(std::count(reads.begin(), reads.end(), 1u) == 728);
+}
+
+CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or malformed state",
+                "[torch-adapter][shards][errors]") {
+  ds::TorchShardSampler s(shard_sizes, ds::World(0, 2), shard_options(ds::Tail::drop));
+  CATCH_CHECK_THROWS_WITH(s.reset(700), "TorchShardSampler::reset: the dataset has 700 samples but the shards hold 728 "
+                                        "(expected the shard sizes to describe the dataset)");
+  CATCH_CHECK_NOTHROW(s.reset(728));
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_shard_state", {-1}),
+                          "TorchShardSampler::load: 'distsampler_shard_state' holds -1 (expected bytes 0..255)");
+  CATCH_CHECK_THROWS_AS(load_raw(s, "distsampler_shard_state", {68, 83, 83, 84}), ds::state_error);
+  ds::TorchShardSampler other(std::vector<std::uint64_t>{728}, ds::World(0, 2), shard_options(ds::Tail::drop));
+  std::stringstream stream;
+  torch::save(other, stream);
+  CATCH_CHECK_THROWS_WITH(torch::load(s, stream),
+                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: fingerprint differs"));
+}
