@@ -71,6 +71,56 @@ struct SharedEpoch {
   }
 };
 
+// What every libtorch adapter keeps: the epoch its copies share, how passes move it,
+// the read position of this copy, and whether load() left a pass for the next reset().
+class TorchAdapter : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+ public:
+  using BatchRequestType = std::vector<std::size_t>;
+
+  /// The epoch this object and its copies read.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
+
+ protected:
+  explicit TorchAdapter(TorchEpochMode mode, std::uint64_t epoch = 0)
+      : shared_(std::make_shared<SharedEpoch>()), mode_(mode) {
+    shared_->epoch.store(epoch);
+  }
+
+  // set_epoch: every copy takes `epoch` up at its next reset(); this one rewinds now.
+  void share_epoch(std::uint64_t epoch) {
+    shared_->epoch.store(epoch);
+    position_ = 0;
+  }
+  // True (once) when load() left a pass that the loader's first reset() must continue.
+  bool continue_loaded() {
+    const bool was = resumed_;
+    resumed_ = false;
+    return was;
+  }
+  // The epoch of a new pass (see SharedEpoch::begin_pass); rewinds.
+  std::uint64_t begin_pass() {
+    position_ = 0;
+    return shared_->begin_pass(mode_);
+  }
+  // True when another copy moved the shared epoch away from `current` before this copy
+  // started reading: the caller switches to epoch().
+  [[nodiscard]] bool epoch_moved(std::uint64_t current) const noexcept {
+    return position_ == 0 && epoch() != current;
+  }
+  // After load(): the loaded epoch is shared and the next reset() continues at `position`.
+  void loaded(std::uint64_t epoch, std::uint64_t position) {
+    shared_->epoch.store(epoch);
+    shared_->started.store(true);
+    position_ = position;
+    resumed_ = true;
+  }
+
+  std::shared_ptr<SharedEpoch> shared_;
+  TorchEpochMode mode_;
+  std::uint64_t position_ = 0;
+  bool resumed_ = false;
+};
+
 }  // namespace detail
 
 /// A libtorch sampler (`torch::data::samplers::Sampler<std::vector<size_t>>`) over
@@ -93,24 +143,18 @@ struct SharedEpoch {
 /// DistributedSampler does. Not thread-safe per object (the loader calls it from one
 /// thread); the shared epoch is atomic.
 template <class Permutation = FeistelPermutation>
-class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+class TorchSampler : public detail::TorchAdapter {
  public:
-  using BatchRequestType = std::vector<std::size_t>;
-
   TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
                TorchEpochMode mode = TorchEpochMode::manual, typename Permutation::options_type permutation = {})
-      : sampler_(dataset_size, world, options, permutation),
-        shared_(std::make_shared<detail::SharedEpoch>()),
-        mode_(mode) {}
+      : TorchAdapter(mode), sampler_(dataset_size, world, options, permutation) {}
 
   /// Selects the epoch for this object and every copy (the DataLoader's included); a copy
   /// switches at its next reset(). Resets this object's position.
   void set_epoch(std::uint64_t epoch) {
-    shared_->epoch.store(epoch);
+    share_epoch(epoch);
     sampler_.set_epoch(epoch);
-    position_ = 0;
   }
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
   /// Indices of this rank already returned by next() in this epoch.
   [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
   [[nodiscard]] const DistributedSampler<Permutation>& sampler() const noexcept { return sampler_; }
@@ -119,21 +163,18 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
   /// mode, except on the very first reset) and rewinds. A new size rebuilds the sampler
   /// for the same world and options.
   void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
-    if (resumed_ && !new_size) {
-      resumed_ = false;  // the loader's first reset after load() continues the loaded pass
-      return;
-    }
-    const std::uint64_t epoch = shared_->begin_pass(mode_);
+    if (!new_size && continue_loaded()) return;  // the loader's first reset after load()
+    resumed_ = false;
+    const std::uint64_t epoch = begin_pass();
     if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
       sampler_ = DistributedSampler<Permutation>(*new_size, sampler_.world(), sampler_.options(),
                                                  sampler_.permutation_settings());
     }
     sampler_.set_epoch(epoch);
-    position_ = 0;
   }
 
   torch::optional<BatchRequestType> next(std::size_t batch_size) override {
-    sync_epoch();
+    if (epoch_moved(sampler_.epoch())) sampler_.set_epoch(epoch());
     if (position_ >= sampler_.size()) return torch::nullopt;
     const std::uint64_t end = std::min<std::uint64_t>(sampler_.size(), position_ + batch_size);
     BatchRequestType batch;
@@ -171,15 +212,14 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
                                   std::to_string(mine[f]) + " (expected the same dataset, options and world)");
       }
     }
-    shared_->epoch.store(saved[7]);
-    shared_->started.store(true);
-    sampler_.set_epoch(saved[7]);
-    if (saved[8] > sampler_.size()) {
+    DistributedSampler<Permutation> at_epoch = sampler_;
+    at_epoch.set_epoch(saved[7]);
+    if (saved[8] > at_epoch.size()) {
       detail::throw_state_error("TorchSampler::load: saved position " + std::to_string(saved[8]) +
-                                " exceeds this rank's " + std::to_string(sampler_.size()) + " samples per epoch");
+                                " exceeds this rank's " + std::to_string(at_epoch.size()) + " samples per epoch");
     }
-    position_ = saved[8];
-    resumed_ = true;
+    sampler_ = at_epoch;
+    loaded(saved[7], saved[8]);
   }
 
  private:
@@ -194,17 +234,7 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
             static_cast<std::uint64_t>(o.tail), sampler_.world_size(), sampler_.rank(), epoch, position};
   }
 
-  // Another copy may have been given a new epoch; take it up at the start of a pass.
-  void sync_epoch() {
-    const std::uint64_t e = shared_->epoch.load();
-    if (e != sampler_.epoch() && position_ == 0) sampler_.set_epoch(e);
-  }
-
   DistributedSampler<Permutation> sampler_;
-  std::shared_ptr<detail::SharedEpoch> shared_;
-  TorchEpochMode mode_;
-  std::uint64_t position_ = 0;
-  bool resumed_ = false;
 };
 
 /// A libtorch sampler over DistributedBatchSampler: each `next()` returns this rank's next
@@ -218,66 +248,48 @@ class TorchSampler : public torch::data::samplers::Sampler<std::vector<std::size
 /// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
 /// from the constructor as DistributedBatchSampler does, state_error from load.
 template <class Permutation = FeistelPermutation>
-class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+class TorchBatchSampler : public detail::TorchAdapter {
  public:
-  using BatchRequestType = std::vector<std::size_t>;
-
   TorchBatchSampler(DistributedBatchSampler<Permutation> batches, TorchEpochMode mode = TorchEpochMode::manual)
-      : batches_(std::move(batches)), shared_(std::make_shared<detail::SharedEpoch>()), mode_(mode) {
-    shared_->epoch.store(batches_.epoch());
-  }
+      : TorchAdapter(mode, batches.epoch()), batches_(std::move(batches)) {}
 
   /// As TorchSampler::set_epoch: reaches every copy at its next reset().
   void set_epoch(std::uint64_t epoch) {
-    shared_->epoch.store(epoch);
+    share_epoch(epoch);
     batches_.set_epoch(epoch);
-    done_ = 0;
   }
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
   /// Micro-batches of this rank returned since the epoch (or the resumed part) began.
-  [[nodiscard]] std::uint64_t micro_batches_done() const noexcept { return done_; }
+  [[nodiscard]] std::uint64_t micro_batches_done() const noexcept { return position_; }
   [[nodiscard]] const DistributedBatchSampler<Permutation>& batches() const noexcept { return batches_; }
 
   void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
-    if (resumed_) {
-      resumed_ = false;
-      return;
-    }
-    batches_.set_epoch(shared_->begin_pass(mode_));
-    done_ = 0;
+    if (continue_loaded()) return;
+    batches_.set_epoch(begin_pass());
   }
 
   torch::optional<BatchRequestType> next(std::size_t /*batch_size*/) override {
     const std::uint64_t k = batches_.micro_batches_per_step();
-    if (done_ >= batches_.num_steps() * k) return torch::nullopt;
-    const auto indices = batches_.micro_batch(done_ / k, done_ % k);
-    ++done_;
+    if (position_ >= batches_.num_steps() * k) return torch::nullopt;
+    const auto indices = batches_.micro_batch(position_ / k, position_ % k);
+    ++position_;
     return BatchRequestType(indices.begin(), indices.end());
   }
 
   void save(torch::serialize::OutputArchive& archive) const override {
     const std::uint64_t k = batches_.micro_batches_per_step();
-    detail::write_state(archive, key, batches_.state(done_ / k, done_ % k));
+    detail::write_state(archive, key, batches_.state(position_ / k, position_ % k));
   }
 
   void load(torch::serialize::InputArchive& archive) override {
     const SamplerState state = detail::read_state(archive, key, "TorchBatchSampler::load");
     batches_.resume(state);
-    shared_->epoch.store(state.epoch);
-    shared_->started.store(true);
-    done_ = 0;
-    resumed_ = true;
+    loaded(state.epoch, 0);
   }
 
  private:
   static constexpr const char* key = "distsampler_batch_state";
 
-
   DistributedBatchSampler<Permutation> batches_;
-  std::shared_ptr<detail::SharedEpoch> shared_;
-  TorchEpochMode mode_;
-  std::uint64_t done_ = 0;
-  bool resumed_ = false;
 };
 
 /// A libtorch sampler over one rank's StreamingShardSampler stream: `next(k)` returns the
@@ -295,23 +307,17 @@ class TorchBatchSampler : public torch::data::samplers::Sampler<std::vector<std:
 /// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
 /// from the constructor as StreamingShardSampler does, and from reset() for a new dataset
 /// size other than the shards' total; state_error from load.
-class TorchShardSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
+class TorchShardSampler : public detail::TorchAdapter {
  public:
-  using BatchRequestType = std::vector<std::size_t>;
-
   TorchShardSampler(std::vector<std::uint64_t> shard_sizes, World world, ShardSamplerOptions options = {},
                     TorchEpochMode mode = TorchEpochMode::manual)
-      : sampler_(std::move(shard_sizes), world, 1, options),
-        shared_(std::make_shared<detail::SharedEpoch>()),
-        mode_(mode) {}
+      : TorchAdapter(mode), sampler_(std::move(shard_sizes), world, 1, options) {}
 
   /// As TorchSampler::set_epoch: reaches every copy at its next reset().
   void set_epoch(std::uint64_t epoch) {
-    shared_->epoch.store(epoch);
+    share_epoch(epoch);
     sampler_.set_epoch(epoch);
-    position_ = 0;
   }
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
   /// Samples of this rank returned since the epoch (or the resumed segment) began.
   [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
   [[nodiscard]] const StreamingShardSampler& sampler() const noexcept { return sampler_; }
@@ -322,17 +328,12 @@ class TorchShardSampler : public torch::data::samplers::Sampler<std::vector<std:
                                  " samples but the shards hold " + std::to_string(sampler_.dataset_size()) +
                                  " (expected the shard sizes to describe the dataset)");
     }
-    if (resumed_) {
-      resumed_ = false;  // the loader's first reset after load() continues the loaded segment
-      return;
-    }
-    sampler_.set_epoch(shared_->begin_pass(mode_));
-    position_ = 0;
+    if (continue_loaded()) return;  // the loader's first reset after load() continues the segment
+    sampler_.set_epoch(begin_pass());
   }
 
   torch::optional<BatchRequestType> next(std::size_t batch_size) override {
-    const std::uint64_t e = shared_->epoch.load();
-    if (e != sampler_.epoch() && position_ == 0) sampler_.set_epoch(e);  // another copy moved the epoch
+    if (epoch_moved(sampler_.epoch())) sampler_.set_epoch(epoch());
     const std::uint64_t size = sampler_.worker_size(0);
     if (position_ >= size) return torch::nullopt;
     const std::uint64_t count = std::min<std::uint64_t>(size - position_, batch_size);
@@ -352,20 +353,13 @@ class TorchShardSampler : public torch::data::samplers::Sampler<std::vector<std:
   void load(torch::serialize::InputArchive& archive) override {
     const SamplerState state = detail::read_state(archive, key, "TorchShardSampler::load");
     sampler_.load_state(state);
-    shared_->epoch.store(state.epoch);
-    shared_->started.store(true);
-    position_ = 0;
-    resumed_ = true;
+    loaded(state.epoch, 0);
   }
 
  private:
   static constexpr const char* key = "distsampler_shard_state";
 
   StreamingShardSampler sampler_;
-  std::shared_ptr<detail::SharedEpoch> shared_;
-  TorchEpochMode mode_;
-  std::uint64_t position_ = 0;
-  bool resumed_ = false;
 };
 
 DISTSAMPLER_NAMESPACE_END
