@@ -96,6 +96,12 @@ std::uint64_t check_plan_against_stream(const StreamingShardSampler& s, std::uin
   std::vector<ShardSample> filled(static_cast<std::size_t>(total));
   s.fill(worker, 0, total, filled.data());
   for (std::uint64_t i = 0; i < total; ++i) REQUIRE(filled[static_cast<std::size_t>(i)] == s.sample(worker, i));
+  std::vector<ShardSample> walked;
+  s.for_each(worker, [&](const ShardSample& x) { walked.push_back(x); });
+  REQUIRE(walked == filled);
+  walked.clear();
+  s.for_each(worker, [&](const ShardSample& x) { walked.push_back(x); }, total / 3, total);  // clipped at the end
+  REQUIRE(walked == std::vector<ShardSample>(filled.begin() + static_cast<std::ptrdiff_t>(total / 3), filled.end()));
   for (std::uint64_t first = 0; first < total; first += 1 + first / 3) {
     const std::uint64_t count = std::min<std::uint64_t>(total - first, 1 + (first * 7) % 23);
     std::vector<ShardSample> part(static_cast<std::size_t>(count));

@@ -214,21 +214,14 @@ template <class Sampler>
                                                    MPI_Comm comm = MPI_COMM_WORLD) {
   const World mpi_world = world_from(comm);
   OverlapGuard guard(sampler.dataset_size());
-  std::vector<ShardSample> buffer(4096);
   for (std::uint64_t w = 0; w < sampler.num_workers(); ++w) {
-    const std::uint64_t size = sampler.worker_size(w);
-    for (std::uint64_t at = 0; at < size; at += buffer.size()) {
-      const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), size - at);
-      sampler.fill(w, at, count, buffer.data());
-      for (std::uint64_t i = 0; i < count; ++i) {
-        const ShardSample& x = buffer[static_cast<std::size_t>(i)];
-        if (x.is_padding) {
-          guard.padding();
-        } else {
-          guard.read(x.index);
-        }
+    sampler.for_each(w, [&](const ShardSample& x) {
+      if (x.is_padding) {
+        guard.padding();
+      } else {
+        guard.read(x.index);
       }
-    }
+    });
   }
   // Positions outside the segment, then the dropped end of the segment: rank r skips
   // those congruent to r modulo the world size.

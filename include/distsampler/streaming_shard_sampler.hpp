@@ -472,6 +472,23 @@ class StreamingShardSampler {
     return out;
   }
 
+  /// Calls f(sample) for `worker`'s slots [first, first + count) in order (count clipped
+  /// to the stream's end), computed a chunk at a time with fill(): the fast way to walk a
+  /// stream. Throws config_error for a bad worker. O(count), a 16 KiB stack buffer.
+  template <class F>
+  void for_each(std::uint64_t worker, F&& f, std::uint64_t first = 0, std::uint64_t count = UINT64_MAX) const {
+    const std::uint64_t size = worker_size(worker);
+    if (first >= size) return;
+    const std::uint64_t last = size - first < count ? size : first + count;
+    ShardSample chunk[512];
+    for (std::uint64_t at = first; at < last;) {
+      const std::uint64_t n = std::min<std::uint64_t>(512, last - at);
+      fill(worker, at, n, chunk);
+      for (std::uint64_t i = 0; i < n; ++i) f(static_cast<const ShardSample&>(chunk[i]));
+      at += n;
+    }
+  }
+
   /// Writes `worker`'s samples of slots [first, first + count) to out[0..count): the
   /// batched form of sample(), with identical results, walking each run once instead of
   /// locating every sample (several times faster per sample). Throws config_error for a

@@ -248,18 +248,10 @@ template <class MakeSampler>
   }
   const Sampler& first = ranks.front();
   PartitionChecker checker(first.dataset_size(), first.consumers(), first.options().tail);
-  std::vector<decltype(first.sample(0, 0))> buffer(4096);
   for (const Sampler& s : ranks) {
     for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
-      const std::uint64_t size = s.worker_size(w);
-      for (std::uint64_t at = 0; at < size; at += buffer.size()) {
-        const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), size - at);
-        s.fill(w, at, count, buffer.data());
-        for (std::uint64_t i = 0; i < count; ++i) {
-          checker.add(s.consumer(w), buffer[static_cast<std::size_t>(i)].index,
-                      buffer[static_cast<std::size_t>(i)].is_padding);
-        }
-      }
+      const std::uint64_t consumer = s.consumer(w);
+      s.for_each(w, [&](const auto& x) { checker.add(consumer, x.index, x.is_padding); });
     }
   }
   return checker.finish();
