@@ -68,6 +68,20 @@ void BM_ShardFillPerSample(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardFillPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
 
+void BM_ShardIteratePerSample(benchmark::State& state) {
+  // for (auto x : s.stream(w)): the chunked iterator, restarted at the end of the stream.
+  const auto s = stream_sampler(state);
+  const auto stream = s.stream(5);
+  auto it = stream.begin();
+  const auto end = stream.end();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(it->index);
+    if (++it == end) it = stream.begin();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ShardIteratePerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({16, 1});
+
 void BM_ShardReadPlanPerBlock(benchmark::State& state) {
   const auto s = stream_sampler(state);
   std::uint64_t i = 0;

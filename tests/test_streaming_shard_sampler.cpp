@@ -99,6 +99,19 @@ std::uint64_t check_plan_against_stream(const StreamingShardSampler& s, std::uin
   std::vector<ShardSample> walked;
   s.for_each(worker, [&](const ShardSample& x) { walked.push_back(x); });
   REQUIRE(walked == filled);
+  // The range-for iterator (chunked) agrees, through pre- and post-increment.
+  const auto stream = s.stream(worker);
+  REQUIRE(stream.size() == total);
+  std::uint64_t slot = 0;
+  for (auto it = stream.begin(); it != stream.end(); ++slot) {
+    REQUIRE(it.position() == slot);
+    const ShardSample here = *it;
+    REQUIRE(here == filled[static_cast<std::size_t>(slot)]);
+    const auto old = it++;
+    REQUIRE(*old == here);
+    REQUIRE(old->offset == here.offset);
+  }
+  REQUIRE(slot == total);
   walked.clear();
   s.for_each(worker, [&](const ShardSample& x) { walked.push_back(x); }, total / 3, total);  // clipped at the end
   REQUIRE(walked == std::vector<ShardSample>(filled.begin() + static_cast<std::ptrdiff_t>(total / 3), filled.end()));
