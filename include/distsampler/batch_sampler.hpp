@@ -142,7 +142,6 @@ class DistributedBatchSampler {
                                  std::to_string(static_cast<int>(options_.epoch_mode)) +
                                  " is not an EpochMode (expected manual or auto_advance)");
     }
-    engine_ = permutation_name<Permutation>::get(permutation_options_);
     rebuild_permutation();
     recompute();
   }
@@ -207,9 +206,10 @@ class DistributedBatchSampler {
     set_epoch(epoch_ + 1);
   }
 
-  /// What saved states must match (see StateKey); the view refers into this sampler.
+  /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
-    return StateKey{"batch", n_, options_.seed, options_.shuffle, options_.tail, engine_};
+    return StateKey{"batch", n_, options_.seed, options_.shuffle, options_.tail,
+                    permutation_name<Permutation>::get(permutation_options_)};
   }
 
   /// The state after every rank finished `steps_done` steps of this sampler and, within
@@ -513,7 +513,6 @@ class DistributedBatchSampler {
   std::uint64_t g_ = 1;
   BatchSamplerOptions options_;
   permutation_options permutation_options_;
-  std::string engine_;
   std::uint64_t epoch_ = 0;
   std::uint64_t start_ = 0;
   std::uint64_t full_steps_ = 0;

@@ -197,7 +197,7 @@ class DistributedSampler {
     return detail::strided_state(key(), start_, world_.world_size, epoch_, samples_done, "DistributedSampler::state");
   }
 
-  /// What saved states must match (see StateKey). The view refers into this sampler.
+  /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
     return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail,
                     permutation_name<Permutation>::get(permutation_options_)};

@@ -227,16 +227,22 @@ template <class Sampler>
   // those congruent to r modulo the world size.
   const auto ranges = sampler.remaining_ranges();
   const std::uint64_t n = sampler.dataset_size(), k = sampler.consumers();
+  const std::uint64_t w = mpi_world.world_size, mine = mpi_world.rank;
   auto skip = [&](std::uint64_t p) {
-    if (p % mpi_world.world_size == mpi_world.rank) guard.skip(sampler.at_global(p).index);
+    if (p % w == mine) guard.skip(sampler.at_global(p).index);
+  };
+  auto skip_range = [&](std::uint64_t begin, std::uint64_t end) {  // only this rank's positions
+    if (begin >= end) return;
+    std::uint64_t p = begin + (mine + w - begin % w) % w;
+    for (; p < end && p >= begin; p += w) guard.skip(sampler.at_global(p).index);
   };
   std::uint64_t p = 0, remaining = 0;
   for (const PositionRange& r : ranges) {
-    for (; p < r.begin; ++p) skip(p);
+    skip_range(p, r.begin);
     p = r.end;
     remaining += r.size();
   }
-  for (; p < n; ++p) skip(p);
+  skip_range(p, n);
   if (sampler.options().tail == Tail::drop) {
     std::uint64_t dropped = remaining % k;  // the last `dropped` positions of the segment
     for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {

@@ -384,7 +384,7 @@ class StreamingShardSampler {
   /// The segment position (in [0, remaining)) of slot i of consumer k: the index into V,
   /// this segment's remaining positions of G. O(1).
   [[nodiscard]] std::uint64_t consumer_segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
-    const Deal d = deal();
+    const Deal& d = deal();
     if (i < d.front) return k * d.front + i;
     i -= d.front;
     std::uint64_t x = 0;
@@ -403,7 +403,7 @@ class StreamingShardSampler {
 
   /// Samples consumer k reads (see worker_size). O(1).
   [[nodiscard]] std::uint64_t consumer_size(std::uint64_t k) const noexcept {
-    const Deal d = deal();
+    const Deal& d = deal();
     switch (options_.tail) {
       case Tail::pad: return d.front + d.even + (d.extra != 0 ? 1 : 0);
       case Tail::drop: return d.front + d.even;
@@ -414,7 +414,7 @@ class StreamingShardSampler {
 
   /// True when slot i of consumer k is a flagged padding duplicate.
   [[nodiscard]] bool consumer_is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
-    const Deal d = deal();
+    const Deal& d = deal();
     return options_.tail == Tail::pad && i == d.front + d.even && k >= d.extra;
   }
 
@@ -513,7 +513,7 @@ class StreamingShardSampler {
       for (std::uint64_t t = 0; t < length; ++t, at += stride) *at = ShardSample{shard, begin + t, base + begin + t, false};
     });
     // Only the tail slot can be padding.
-    const Deal d = deal();
+    const Deal& d = deal();
     const std::uint64_t tail_slot = d.front + d.even;
     if (tail_slot >= first && tail_slot < first + count && consumer_is_padding(k, tail_slot)) {
       out[tail_slot - first].is_padding = true;
@@ -613,11 +613,13 @@ class StreamingShardSampler {
   // exactly the rest of its own block, so every stream continues where it stopped. The
   // rest, V[base, r), is dealt in blocks (k, k + K, ...), an equal share of the last
   // partial round and a tail slot, as a fresh epoch is.
+  // Computed once per segment (set_remaining), read on every sample.
   struct Deal {
-    std::uint64_t kk, b, front, base, r, even, extra, rounds, partial;
+    std::uint64_t kk = 1, b = 1, front = 0, base = 0, r = 0, even = 0, extra = 0, rounds = 0, partial = 0;
   };
-  [[nodiscard]] Deal deal() const noexcept {
-    Deal d{};
+  [[nodiscard]] const Deal& deal() const noexcept { return deal_; }
+  [[nodiscard]] Deal make_deal() const noexcept {
+    Deal d;
     d.kk = consumers();
     d.b = block_size();
     d.front = lead_ / d.kk;
@@ -686,6 +688,7 @@ class StreamingShardSampler {
       for (const PositionRange& r : consumed) before += r.end - r.begin;
       lead_ = aligned - before;
     }
+    deal_ = make_deal();
   }
 
   // Batches of `batch_size` the workers of rank r hold in all (short last batches count).
@@ -742,7 +745,7 @@ class StreamingShardSampler {
 
   // The state once consumer c has read its first done[c] slots (validated by the caller).
   [[nodiscard]] SamplerState state_of(const std::vector<std::uint64_t>& done) const {
-    const Deal dl = deal();
+    const Deal& dl = deal();
     const std::uint64_t kk = dl.kk, b = dl.b, even = dl.even, rounds = dl.rounds, base = dl.base;
     // Segment positions consumed, as ranges: the front reads, then the dealt part, where
     // blocks every consumer finished form a prefix.
@@ -837,7 +840,7 @@ class StreamingShardSampler {
   // End (exclusive) of the chunk of consumer k containing slot i: slots up to there map
   // to consecutive global positions.
   [[nodiscard]] std::uint64_t chunk_end_of(std::uint64_t k, std::uint64_t i) const noexcept {
-    const Deal d = deal();
+    const Deal& d = deal();
     if (i < d.front) return d.front;
     const std::uint64_t j = i - d.front;
     if (j < d.rounds * d.b) return d.front + (j / d.b + 1) * d.b;
@@ -1020,6 +1023,7 @@ class StreamingShardSampler {
   std::vector<Span> spans_;  // the segment: remaining G ranges in order
   std::uint64_t remaining_ = 0;
   std::uint64_t lead_ = 0;  // V positions before the first untouched block boundary (see Deal)
+  Deal deal_;
   std::shared_ptr<const detail::ShardEpochLayout> layout_;
 };
 

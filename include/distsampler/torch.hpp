@@ -212,13 +212,12 @@ class TorchSampler : public detail::TorchAdapter {
                                   std::to_string(mine[f]) + " (expected the same dataset, options and world)");
       }
     }
-    DistributedSampler<Permutation> at_epoch = sampler_;
-    at_epoch.set_epoch(saved[7]);
-    if (saved[8] > at_epoch.size()) {
+    // The rank's share has the same size in every epoch (the sampler is never resumed here).
+    if (saved[8] > sampler_.size()) {
       detail::throw_state_error("TorchSampler::load: saved position " + std::to_string(saved[8]) +
-                                " exceeds this rank's " + std::to_string(at_epoch.size()) + " samples per epoch");
+                                " exceeds this rank's " + std::to_string(sampler_.size()) + " samples per epoch");
     }
-    sampler_ = at_epoch;
+    sampler_.set_epoch(saved[7]);
     loaded(saved[7], saved[8]);
   }
 
@@ -337,12 +336,11 @@ class TorchShardSampler : public detail::TorchAdapter {
     const std::uint64_t size = sampler_.worker_size(0);
     if (position_ >= size) return torch::nullopt;
     const std::uint64_t count = std::min<std::uint64_t>(size - position_, batch_size);
-    std::vector<ShardSample> samples(static_cast<std::size_t>(count));
-    sampler_.fill(0, position_, count, samples.data());
-    position_ += count;
     BatchRequestType batch;
-    batch.reserve(samples.size());
-    for (const ShardSample& x : samples) batch.push_back(static_cast<std::size_t>(x.index));
+    batch.reserve(static_cast<std::size_t>(count));
+    sampler_.for_each(0, [&](const ShardSample& x) { batch.push_back(static_cast<std::size_t>(x.index)); },
+                      position_, count);
+    position_ += count;
     return batch;
   }
 
