@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "detail/bounded.hpp"
+#include "detail/small_permutation.hpp"
 #include "detail/mix.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
@@ -82,56 +84,6 @@ struct ShardRange {
 };
 
 namespace detail {
-
-/// High 64 bits of a * b from 32-bit halves: the reference for mulhi64.
-[[nodiscard]] constexpr std::uint64_t mulhi64_portable(std::uint64_t a, std::uint64_t b) noexcept {
-  const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
-  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
-  const std::uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
-  return hi_hi + (hi_lo >> 32) + (cross >> 32);
-}
-
-/// High 64 bits of a * b: one multiply where the compiler has a 128-bit integer type,
-/// else mulhi64_portable; the same value either way.
-[[nodiscard]] constexpr std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) noexcept {
-#if defined(__SIZEOF_INT128__)
-  __extension__ using u128 = unsigned __int128;
-  return static_cast<std::uint64_t>((static_cast<u128>(a) * b) >> 64);
-#else
-  return mulhi64_portable(a, b);
-#endif
-}
-
-/// Unbiased draw in [0, bound) (bound >= 1) from a SplitMix64 stream: Lemire's
-/// multiply-shift with rejection. Identical on every platform.
-[[nodiscard]] inline std::uint64_t bounded_draw(SplitMix64& stream, std::uint64_t bound) noexcept {
-  const std::uint64_t threshold = (0 - bound) % bound;
-  for (;;) {
-    const std::uint64_t x = stream();
-    if (x * bound >= threshold) return mulhi64(x, bound);
-  }
-}
-
-/// Largest window drawn from one 64-bit key (a table of 16 nibbles).
-inline constexpr std::uint64_t small_permutation_max = 16;
-
-/// Element `i` of a permutation of [0, n) (1 <= n <= small_permutation_max, i < n) drawn
-/// by Fisher-Yates from `key`, read as a fraction x in [0, 1): the draw for slot s is
-/// floor(x * (s + 1)), then x becomes its fractional part (16! < 2^45, so every
-/// permutation has probability within 2^-19 of 1/n!). The table lives in one 64-bit word
-/// of nibbles; slot i is final once the draw for slot i is made, so the loop stops there.
-/// O(n - i) multiplications, no division.
-[[nodiscard]] constexpr std::uint64_t small_permutation_at(std::uint64_t key, std::uint64_t n,
-                                                           std::uint64_t i) noexcept {
-  std::uint64_t table = 0xfedcba9876543210u;
-  for (std::uint64_t s = n - 1; s > 0 && s >= i; --s) {
-    const std::uint64_t j = mulhi64(key, s + 1);
-    key *= s + 1;
-    const std::uint64_t diff = ((table >> (4 * s)) ^ (table >> (4 * j))) & 0xf;
-    table ^= (diff << (4 * s)) | (diff << (4 * j));
-  }
-  return (table >> (4 * i)) & 0xf;
-}
 
 /// The per-epoch layout shared by all consumers: shard order and its prefix sums.
 struct ShardEpochLayout {
