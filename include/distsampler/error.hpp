@@ -4,7 +4,9 @@
 #define DISTSAMPLER_ERROR_HPP
 
 #include <stdexcept>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "version.hpp"
 
@@ -30,6 +32,31 @@ namespace detail {
 // Out-of-line, never-inlined throw helpers keep the callers' hot paths small.
 [[noreturn]] inline void throw_config_error(const std::string& message) { throw config_error(message); }
 [[noreturn]] inline void throw_state_error(const std::string& message) { throw state_error(message); }
+
+/// The one phrasing of a value outside [0, bound): "<who>: <name> <value> is out of range
+/// for <bound_name> <bound> (expected 0..<bound - 1>)", or "(expected none: <bound_name> is
+/// 0)" when the range is empty. The house form of every "X is out of range for Y" message.
+[[nodiscard]] inline std::string out_of_range_message(std::string_view who, std::string_view name, std::uint64_t value,
+                                                      std::string_view bound_name, std::uint64_t bound) {
+  std::string m(who);
+  m += ": ";
+  m += name;
+  m += ' ';
+  m += std::to_string(value);
+  m += " is out of range for ";
+  m += bound_name;
+  m += ' ';
+  m += std::to_string(bound);
+  m += bound == 0 ? std::string(" (expected none: ") + std::string(bound_name) + " is 0)"
+                  : " (expected 0.." + std::to_string(bound - 1) + ")";
+  return m;
+}
+
+/// Throws config_error with out_of_range_message(...).
+[[noreturn]] inline void throw_out_of_range(std::string_view who, std::string_view name, std::uint64_t value,
+                                            std::string_view bound_name, std::uint64_t bound) {
+  throw_config_error(out_of_range_message(who, name, value, bound_name, bound));
+}
 
 }  // namespace detail
 
