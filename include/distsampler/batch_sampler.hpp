@@ -15,6 +15,7 @@
 #include "feistel.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
+#include "permutation_traits.hpp"
 #include "resume.hpp"
 #include "state.hpp"
 #include "version.hpp"
@@ -106,6 +107,8 @@ struct MicroBatchId {
 /// run concurrently; set_epoch, next_epoch, resume and the non-const begin() must not race.
 template <class Permutation = FeistelPermutation>
 class DistributedBatchSampler {
+  static_assert(check_permutation<Permutation>(), "see permutation_traits.hpp");
+
  public:
   using permutation_type = Permutation;
   using permutation_options = typename Permutation::options_type;
@@ -209,7 +212,7 @@ class DistributedBatchSampler {
   /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
     return StateKey{"batch", n_, options_.seed, options_.shuffle, options_.tail,
-                    permutation_name<Permutation>::get(permutation_options_)};
+                    engine_identity<Permutation>(permutation_options_).name};
   }
 
   /// The state after every rank finished `steps_done` steps of this sampler and, within

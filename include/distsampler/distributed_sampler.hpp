@@ -18,46 +18,12 @@
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
+#include "permutation_traits.hpp"
 #include "state.hpp"
 #include "version.hpp"
 #include "world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
-
-/// The name a permutation engine contributes to a state's fingerprint, with the options
-/// that change its order, as a view of static storage (a literal). Specialise it for your
-/// own engine (or give the engine a `static constexpr const char* name`). Changing a name
-/// invalidates saved states.
-template <class Permutation, class = void>
-struct permutation_name {
-  static_assert(sizeof(Permutation) == 0,
-                "distsampler::permutation_name: give the engine a static `name` or specialise permutation_name");
-  static constexpr std::string_view get(const typename Permutation::options_type&) noexcept { return {}; }
-};
-
-template <class Permutation>
-struct permutation_name<Permutation, std::void_t<decltype(Permutation::name)>> {
-  static constexpr std::string_view get(const typename Permutation::options_type&) noexcept {
-    return Permutation::name;
-  }
-};
-
-template <>
-struct permutation_name<FeistelPermutation> {
-  static constexpr std::string_view get(const FeistelPermutation::options_type&) noexcept { return "feistel"; }
-};
-
-template <>
-struct permutation_name<TorchRandperm> {
-  static constexpr std::string_view get(const TorchRandperm::options_type& options) noexcept {
-    return options.generation == TorchGeneration::v1 ? "torch-v1" : "torch-v2.7";
-  }
-};
-
-template <>
-struct permutation_name<IdentityPermutation> {
-  static constexpr std::string_view get(const IdentityPermutation::options_type&) noexcept { return "identity"; }
-};
 
 namespace detail {
 
@@ -141,6 +107,8 @@ struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
 /// materialising permutation shares its table).
 template <class Permutation = FeistelPermutation>
 class DistributedSampler {
+  static_assert(check_permutation<Permutation>(), "see permutation_traits.hpp");
+
  public:
   using permutation_type = Permutation;
   using permutation_options = typename Permutation::options_type;
@@ -200,7 +168,7 @@ class DistributedSampler {
   /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
     return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail,
-                    permutation_name<Permutation>::get(permutation_options_)};
+                    engine_identity<Permutation>(permutation_options_).name};
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "detail/mix.hpp"
 #include "version.hpp"
@@ -63,6 +64,8 @@ class FeistelPermutation {
   /// Identifies the order this class produces. Any change to the output for any
   /// (n, seed, epoch) bumps it, so saved sampler state can tell the orders apart.
   static constexpr std::uint32_t format_version = 1;
+  /// The engine's identity in saved states.
+  [[nodiscard]] static constexpr std::string_view name(const options_type& /*options*/) noexcept { return "feistel"; }
 
   /// Sizes up to this are shuffled exactly from a small table instead of a Feistel network.
   static constexpr std::uint64_t table_max_size = 16;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "detail/mt19937.hpp"
@@ -14,17 +15,7 @@
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
-// A Permutation type P, as the samplers use it:
-//
-//   typename P::options_type                  engine-specific options, default-constructible
-//   P(n, seed, epoch, options)                the epoch's bijection on [0, n)
-//   p.size()                                  n
-//   p(position)                               the dataset index at position (position < n)
-//   P::random_access                          true when p(position) costs O(1) and the
-//                                             constructor does not materialise n values
-//
-// Every engine is a pure function of (n, seed, epoch, options): same output on every
-// platform, compiler and standard library.
+// The Permutation requirements are listed, and checked, in permutation_traits.hpp.
 
 /// The identity order, 0, 1, ..., n - 1 (what `shuffle = false` gives).
 /// O(1) time and memory; noexcept; a value type.
@@ -32,6 +23,8 @@ class IdentityPermutation {
  public:
   struct options_type {};
   static constexpr bool random_access = true;
+  static constexpr std::uint32_t format_version = 1;
+  [[nodiscard]] static constexpr std::string_view name(const options_type& /*options*/) noexcept { return "identity"; }
 
   constexpr IdentityPermutation() noexcept = default;
   constexpr IdentityPermutation(std::uint64_t n, std::uint64_t /*seed*/, std::uint64_t /*epoch*/,
@@ -76,6 +69,12 @@ struct TorchRandpermOptions {
 class TorchRandperm {
  public:
   using options_type = TorchRandpermOptions;
+  /// torch's order is fixed by torch; this changes only if the reproduction had a bug.
+  static constexpr std::uint32_t format_version = 1;
+  /// "torch-v1" or "torch-v2.7": the generations differ for large n.
+  [[nodiscard]] static constexpr std::string_view name(const options_type& options) noexcept {
+    return options.generation == TorchGeneration::v1 ? "torch-v1" : "torch-v2.7";
+  }
   static constexpr bool random_access = false;
 
   /// Sizes below this use the 32-bit-draw algorithm in every torch generation.
