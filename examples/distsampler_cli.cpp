@@ -305,17 +305,22 @@ void with_batch_sampler(const Args& args, const ds::World& world, F&& f) {
   if (!get(args, "--tail")) c.options.tail = ds::Tail::drop;  // the batch sampler's default
   const std::uint64_t micro = parse_u64("--micro-batch", require(args, "--micro-batch"));
   const std::uint64_t accum = parse_u64("--accum", require(args, "--accum"));
-  const ds::BatchSamplerOptions options{c.options.shuffle, c.options.seed, c.options.tail, ds::EpochMode::manual};
+  const auto options = ds::BatchSamplerOptions()
+                           .with_micro_batch_size(micro)
+                           .with_accumulation_steps(accum)
+                           .with_shuffle(c.options.shuffle)
+                           .with_seed(c.options.seed)
+                           .with_tail(c.options.tail);
   auto prepare = [&](auto& s) {
     s.set_epoch(c.epoch);
     if (auto text = get(args, "--resume")) s.resume(ds::SamplerState::from_text(*text));
     f(s);
   };
   if (c.engine == "torch") {
-    ds::DistributedBatchSampler<ds::TorchRandperm> s(c.size, micro, world, accum, options, {c.generation});
+    ds::DistributedBatchSampler<ds::TorchRandperm> s(c.size, world, options, {c.generation});
     prepare(s);
   } else {
-    ds::DistributedBatchSampler<> s(c.size, micro, world, accum, options);
+    ds::DistributedBatchSampler<> s(c.size, world, options);
     prepare(s);
   }
 }
