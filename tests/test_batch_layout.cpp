@@ -162,7 +162,8 @@ TEST_CASE("BatchLayout near 2^64 neither overflows nor forms positions past N", 
 
 TEST_CASE("BatchLayout rejects bad shapes with config_error naming the parameter", "[layout][batch][errors]") {
   CHECK_THROWS_AS(BatchLayout(10, 0, 0, 1, 1, Tail::drop), distsampler::config_error);
-  CHECK_THROWS_WITH(BatchLayout(10, 0, 0, 1, 1, Tail::drop), "BatchLayout: micro_batch_size is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(BatchLayout(10, 0, 0, 1, 1, Tail::drop),
+                    "BatchLayout: micro_batch_size is 0 (expected at least 1)");
   CHECK_THROWS_WITH(BatchLayout(10, 0, 1, 0, 1, Tail::drop), "BatchLayout: world_size is 0 (expected at least 1)");
   CHECK_THROWS_WITH(BatchLayout(10, 0, 1, 1, 0, Tail::drop),
                     "BatchLayout: accumulation_steps is 0 (expected at least 1)");
@@ -171,7 +172,8 @@ TEST_CASE("BatchLayout rejects bad shapes with config_error naming the parameter
   CHECK_THROWS_WITH(BatchLayout(10, 0, std::uint64_t{1} << 32, 2, std::uint64_t{1} << 31, Tail::drop),
                     "BatchLayout: global batch micro_batch_size 4294967296 x world_size 2 x accumulation_steps "
                     "2147483648 overflows 64 bits");
-  CHECK_THROWS_WITH(BatchLayout(10, 11, 1, 1, 1, Tail::drop), "BatchLayout: start 11 exceeds dataset_size 10 (expected 0..10)");
+  CHECK_THROWS_WITH(BatchLayout(10, 11, 1, 1, 1, Tail::drop),
+                    "BatchLayout: start 11 exceeds dataset_size 10 (expected 0..10)");
   CHECK_THROWS_WITH(BatchLayout(10, 0, 1, 1, 1, static_cast<Tail>(7), "Who"),
                     "Who: tail 7 is not a Tail (expected pad, drop or uneven)");
   CHECK_THROWS_WITH(BatchLayout::round_size(3, 0, "R"), "R: world_size is 0 (expected at least 1)");

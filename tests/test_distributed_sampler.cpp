@@ -100,8 +100,10 @@ TEMPLATE_TEST_CASE("DistributedSampler is a pure function of its inputs and set_
   CHECK(copy.indices() == epoch2);
 
   // Another seed, another order; shuffle=false is the identity's stride.
-  CHECK(DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(100).with_tail(Tail::drop)).indices() !=
-        DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(99).with_tail(Tail::drop)).indices());
+  CHECK(
+      DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(100).with_tail(Tail::drop))
+          .indices() !=
+      DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(99).with_tail(Tail::drop)).indices());
   DistributedSampler<TestType> plain(10, World(1, 4), SamplerOptions().with_shuffle(false));
   CHECK(plain.indices() == std::vector<std::uint64_t>{1, 5, 9});
   plain.set_epoch(5);

@@ -107,7 +107,8 @@ TEST_CASE("EpochOrder::at returns a new order; the permutation is rebuilt only f
 
   CHECK_THROWS_AS(order.at(0, 101), distsampler::config_error);
   CHECK_THROWS_WITH(order.at(1, 101), "EpochOrder: start 101 exceeds dataset_size 100 (expected 0..100)");
-  CHECK_THROWS_WITH(EpochOrder<>(10, true, 0, {}, 0, 11), "EpochOrder: start 11 exceeds dataset_size 10 (expected 0..10)");
+  CHECK_THROWS_WITH(EpochOrder<>(10, true, 0, {}, 0, 11),
+                    "EpochOrder: start 11 exceeds dataset_size 10 (expected 0..10)");
   CHECK(order.at(0, 100).remaining() == 0);
 }
 

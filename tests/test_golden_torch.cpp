@@ -234,8 +234,9 @@ std::string join(const std::vector<std::uint64_t>& v, std::size_t from, std::siz
 }
 
 DistributedSampler<TorchRandperm> make_sampler(const Row& row, std::uint64_t seed, std::uint64_t epoch) {
-  DistributedSampler<TorchRandperm> sampler(row.n, World(row.rank, row.world_size),
-                                            SamplerOptions().with_shuffle(row.shuffle).with_seed(seed).with_tail(row.drop_last ? Tail::drop : Tail::pad));
+  DistributedSampler<TorchRandperm> sampler(
+      row.n, World(row.rank, row.world_size),
+      SamplerOptions().with_shuffle(row.shuffle).with_seed(seed).with_tail(row.drop_last ? Tail::drop : Tail::pad));
   sampler.set_epoch(epoch);
   return sampler;
 }

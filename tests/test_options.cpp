@@ -69,9 +69,9 @@ TEST_CASE("SamplerOptions: defaults, setters by name, equality", "[options]") {
 
 TEST_CASE("BatchSamplerOptions: defaults (tail drop), setters by name, equality", "[options][batch]") {
   constexpr BatchSamplerOptions defaults;
-  static_assert(defaults.micro_batch_size == 0 && defaults.accumulation_steps == 1 &&
-                defaults.global_batch_size == 0 && defaults.shuffle && defaults.seed == 0 &&
-                defaults.tail == Tail::drop && defaults.epoch_mode == EpochMode::manual);
+  static_assert(defaults.micro_batch_size == 0 && defaults.accumulation_steps == 1 && defaults.global_batch_size == 0 &&
+                defaults.shuffle && defaults.seed == 0 && defaults.tail == Tail::drop &&
+                defaults.epoch_mode == EpochMode::manual);
   constexpr BatchSamplerOptions set = BatchSamplerOptions()
                                           .with_micro_batch_size(8)
                                           .with_accumulation_steps(2)
@@ -91,7 +91,8 @@ TEST_CASE("BatchSamplerOptions: defaults (tail drop), setters by name, equality"
 TEST_CASE("Tail and EpochMode values are checked where options are taken", "[options][errors]") {
   CHECK(distsampler::parse_tail("uneven") == Tail::uneven);
   CHECK(distsampler::to_string(Tail::drop) == "drop");
-  CHECK_THROWS_WITH(distsampler::parse_tail("all", "--tail"), "--tail \"all\" is unknown (expected pad, drop or uneven)");
+  CHECK_THROWS_WITH(distsampler::parse_tail("all", "--tail"),
+                    "--tail \"all\" is unknown (expected pad, drop or uneven)");
   CHECK_NOTHROW(distsampler::detail::check_tail(Tail::uneven, "X"));
   CHECK_THROWS_AS(distsampler::detail::check_tail(static_cast<Tail>(3), "X"), distsampler::config_error);
   CHECK_THROWS_WITH(distsampler::detail::check_tail(static_cast<Tail>(3), "X"),

@@ -274,11 +274,14 @@ TEMPLATE_TEST_CASE("With a constant global batch, a resumed run continues the un
   o.seed = 77;
   o.tail = tail;
   const std::uint64_t n = 1000;
-  DistributedBatchSampler<TestType> original(n, World(5, 8), BatchSamplerOptions(o).with_micro_batch_size(3));  // G = 24
+  DistributedBatchSampler<TestType> original(n, World(5, 8),
+                                             BatchSamplerOptions(o).with_micro_batch_size(3));  // G = 24
   original.set_epoch(2);
   for (std::uint64_t stop = 0; stop <= original.num_steps(); stop += 7) {
     const auto saved = SamplerState::from_text(original.state(stop).to_text());
-    DistributedBatchSampler<TestType> resumed(n, World(1, 2), BatchSamplerOptions(o).with_micro_batch_size(3).with_accumulation_steps(4));  // G = 24 on 2 ranks
+    DistributedBatchSampler<TestType> resumed(
+        n, World(1, 2),
+        BatchSamplerOptions(o).with_micro_batch_size(3).with_accumulation_steps(4));  // G = 24 on 2 ranks
     resumed.resume(saved);
     CAPTURE(stop);
     REQUIRE(resumed.num_steps() == original.num_steps() - stop);
@@ -317,8 +320,10 @@ TEST_CASE("A resumed sampler returns to full epochs with set_epoch", "[resume][e
 TEST_CASE("Mismatched states are refused with a message naming the difference", "[resume][errors]") {
   BatchSamplerOptions o;
   o.seed = 42;
-  DistributedBatchSampler<> feistel(1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
-  DistributedBatchSampler<TorchRandperm> torch(1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<> feistel(1000, World(0, 2),
+                                    BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<TorchRandperm> torch(
+      1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   const auto hex = [](std::uint64_t v) { return distsampler::detail::hex64(v); };
   const SamplerState saved = feistel.state(3);
   const std::string prints = "state fingerprint " + hex(saved.fingerprint) + ", expected " + hex(torch.key().fingerprint());
@@ -326,7 +331,8 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                     "DistributedBatchSampler: engine differs (state was saved with engine=feistel, this sampler has "
                     "engine=torch-v2.7; " + prints + ")");
 
-  DistributedBatchSampler<> other_size(999, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<> other_size(999, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK_THROWS_WITH(other_size.resume(saved),
                     "DistributedBatchSampler: dataset_size differs (state has 1000, this sampler has 999; "
                     "state fingerprint " + hex(saved.fingerprint) + ", expected " +
@@ -334,14 +340,16 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
   CHECK(other_size.start() == 0);
 
   o.seed = 43;
-  DistributedBatchSampler<> other_seed(1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<> other_seed(1000, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK_THROWS_WITH(other_seed.resume(saved),
                     "DistributedBatchSampler: seed differs (state has 42, this sampler has 43; state fingerprint " +
                         hex(saved.fingerprint) + ", expected " + hex(other_seed.key().fingerprint()) + ")");
 
   o.seed = 42;
   o.tail = Tail::pad;
-  DistributedBatchSampler<> other_tail(1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<> other_tail(1000, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK_THROWS_WITH(other_tail.resume(saved),
                     "DistributedBatchSampler: tail differs (state was saved with tail=drop, this sampler has "
                     "tail=pad; state fingerprint " + hex(saved.fingerprint) + ", expected " +
@@ -353,12 +361,19 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                     "DistributedBatchSampler: sampler differs (state was saved with sampler=distributed, this "
                     "sampler has sampler=batch; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
                         hex(feistel.key().fingerprint()) + ")");
-  CHECK_THROWS_WITH(DistributedSampler<>(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop), plain_state),
-                    "DistributedSampler::resume: shuffle differs (state was saved with shuffle=true, this sampler has "
-                    "shuffle=false; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
-                        hex(DistributedSampler<>(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop)).key().fingerprint()) +
-                        ")");
-  CHECK_NOTHROW(DistributedSampler<>(1000, World(2, 3), SamplerOptions().with_seed(42).with_tail(Tail::drop), plain_state));
+  CHECK_THROWS_WITH(
+      DistributedSampler<>(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop),
+                           plain_state),
+      "DistributedSampler::resume: shuffle differs (state was saved with shuffle=true, this sampler has "
+      "shuffle=false; state fingerprint " +
+          hex(plain_state.fingerprint) + ", expected " +
+          hex(DistributedSampler<>(1000, World(0, 3),
+                                   SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop))
+                  .key()
+                  .fingerprint()) +
+          ")");
+  CHECK_NOTHROW(
+      DistributedSampler<>(1000, World(2, 3), SamplerOptions().with_seed(42).with_tail(Tail::drop), plain_state));
 
   CHECK_THROWS_WITH(plain.state(501),
                     "DistributedSampler::state: samples_done 501 exceeds the samples per rank 500 (expected 0..500)");
@@ -369,7 +384,8 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
   CHECK_THROWS_WITH(resumed[334], "DistributedSampler::operator[]: position 334 is out of range for size 334 "
                                   "(expected 0..333)");
   // A failed resume leaves the sampler as it was.
-  DistributedSampler<> kept(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop));
+  DistributedSampler<> kept(1000, World(0, 3),
+                            SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop));
   kept.set_epoch(4);
   CHECK_THROWS_AS(kept.resume(plain_state), distsampler::state_error);
   CHECK(kept.epoch() == 4);

@@ -198,12 +198,12 @@ TEST_CASE("DistributedSampler: stale iterators never read past the current size"
   s.set_epoch(0);
   CHECK(*first == s[0]);
   DistributedSampler<TorchRandperm> empty(0, World(0, 2), options);
-  CHECK_THROWS_WITH(*empty.begin(), "DistributedSampler::iterator: position 0 is out of range for size 0 (the rank is "
-                                    "empty)");
+  CHECK_THROWS_WITH(*empty.begin(),
+                    "DistributedSampler::iterator: position 0 is out of range for size 0 (the rank is "
+                    "empty)");
 }
 
-TEST_CASE("DistributedBatchSampler: stale iterators and step views never read past num_steps",
-          "[batch][iterator]") {
+TEST_CASE("DistributedBatchSampler: stale iterators and step views never read past num_steps", "[batch][iterator]") {
   const auto options = BatchSamplerOptions().with_micro_batch_size(2).with_seed(1).with_tail(Tail::pad);
   DistributedBatchSampler<TorchRandperm> b(20, World(0, 2), options);  // G = 4: 5 steps
   const auto& view = b;

@@ -77,6 +77,7 @@ TEST_CASE("WorkerSchedule errors name the parameter", "[workers][batch][errors]"
   CHECK_THROWS_WITH(s.list(9), "WorkerSchedule: worker 9 is out of range for num_workers 4 (expected 0..3)");
   CHECK_THROWS_AS(s.at(3, 1), std::out_of_range);
   CHECK_THROWS_WITH(s.at(3, 1), "WorkerSchedule: i 1 is out of range for worker 3's count 1 (expected 0..0)");
-  CHECK_THROWS_WITH(WorkerSchedule(0, 1, 2).at(0, 0),
-                    "WorkerSchedule: i 0 is out of range for worker 0's count 0 (expected none: worker 0's count is 0)");
+  CHECK_THROWS_WITH(
+      WorkerSchedule(0, 1, 2).at(0, 0),
+      "WorkerSchedule: i 0 is out of range for worker 0's count 0 (expected none: worker 0's count is 0)");
 }

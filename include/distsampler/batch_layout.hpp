@@ -1,4 +1,4 @@
-// distsampler BatchLayout: which positions of an epoch's order each rank reads in each micro-batch of each step (Megatron's layout).
+// distsampler BatchLayout: the positions each rank reads per micro-batch and step of an epoch (Megatron's layout).
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_BATCH_LAYOUT_HPP
 #define DISTSAMPLER_BATCH_LAYOUT_HPP
@@ -39,17 +39,16 @@ class BatchLayout {
 
   /// Throws config_error, prefixed by `who`, when micro_batch_size, world_size or
   /// accumulation_steps is 0, G overflows 64 bits, start > dataset_size or tail is not a Tail.
-  BatchLayout(std::uint64_t dataset_size, std::uint64_t start, std::uint64_t micro_batch_size,
-              std::uint64_t world_size, std::uint64_t accumulation_steps, Tail tail,
-              std::string_view who = "BatchLayout")
+  BatchLayout(std::uint64_t dataset_size, std::uint64_t start, std::uint64_t micro_batch_size, std::uint64_t world_size,
+              std::uint64_t accumulation_steps, Tail tail, std::string_view who = "BatchLayout")
       : n_(dataset_size), m_(micro_batch_size), w_(world_size), k_(accumulation_steps), tail_(tail) {
     detail::check_tail(tail, who);
     if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
     const std::uint64_t round = round_size(m_, w_, who);
     if (k_ > UINT64_MAX / round) {
       detail::throw_config_error(std::string(who) + ": global batch micro_batch_size " + std::to_string(m_) +
-                                 " x world_size " + std::to_string(w_) + " x accumulation_steps " +
-                                 std::to_string(k_) + " overflows 64 bits");
+                                 " x world_size " + std::to_string(w_) + " x accumulation_steps " + std::to_string(k_) +
+                                 " overflows 64 bits");
     }
     g_ = round * k_;
     if (start > n_) {
@@ -157,8 +156,7 @@ class BatchLayout {
   }
 
   friend constexpr bool operator==(const BatchLayout& a, const BatchLayout& b) noexcept {
-    return a.n_ == b.n_ && a.start_ == b.start_ && a.m_ == b.m_ && a.w_ == b.w_ && a.k_ == b.k_ &&
-           a.tail_ == b.tail_;
+    return a.n_ == b.n_ && a.start_ == b.start_ && a.m_ == b.m_ && a.w_ == b.w_ && a.k_ == b.k_ && a.tail_ == b.tail_;
   }
   friend constexpr bool operator!=(const BatchLayout& a, const BatchLayout& b) noexcept { return !(a == b); }
 

@@ -1,4 +1,4 @@
-// distsampler DistributedBatchSampler: each optimizer step's global batch, split into per-rank micro-batches, resumable and elastic.
+// distsampler DistributedBatchSampler: each step's global batch split into per-rank micro-batches, resumable.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_BATCH_SAMPLER_HPP
 #define DISTSAMPLER_BATCH_SAMPLER_HPP
@@ -60,7 +60,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///                                               .with_global_batch_size(256).with_seed(42));
 ///     if (have_checkpoint) batches.resume(ds::SamplerState::from_text(saved));
 ///     for (std::uint64_t s = 0; s < batches.num_steps(); ++s) {
-///       for (std::uint64_t k = 0; k < batches.micro_batches_per_step(); ++k) forward_backward(batches.micro_batch(s, k));
+///       for (std::uint64_t k = 0; k < batches.micro_batches_per_step(); ++k) {
+///         forward_backward(batches.micro_batch(s, k));
+///       }
 ///       optimizer_step();
 ///       saved = batches.state(s + 1).to_text();
 ///     }
@@ -265,7 +267,9 @@ class DistributedBatchSampler {
    public:
     [[nodiscard]] std::uint64_t step() const noexcept { return step_; }
     [[nodiscard]] std::uint64_t micro_batches() const noexcept { return sampler_->micro_batches_per_step(); }
-    [[nodiscard]] std::vector<std::uint64_t> micro_batch(std::uint64_t k) const { return sampler_->micro_batch(step_, k); }
+    [[nodiscard]] std::vector<std::uint64_t> micro_batch(std::uint64_t k) const {
+      return sampler_->micro_batch(step_, k);
+    }
     [[nodiscard]] bool is_padding(std::uint64_t k, std::uint64_t e) const { return sampler_->is_padding(step_, k, e); }
 
    private:
@@ -333,11 +337,10 @@ class DistributedBatchSampler {
       const std::uint64_t g = options.global_batch_size;
       const std::uint64_t round = BatchLayout::round_size(options.micro_batch_size, world.world_size, who);
       if (g % round != 0) {
-        detail::throw_config_error("DistributedBatchSampler: global_batch_size " + std::to_string(g) +
-                                   " is not a multiple of micro_batch_size " +
-                                   std::to_string(options.micro_batch_size) + " x world_size " +
-                                   std::to_string(world.world_size) + " (expected a positive multiple of " +
-                                   std::to_string(round) + ")");
+        detail::throw_config_error(
+            "DistributedBatchSampler: global_batch_size " + std::to_string(g) +
+            " is not a multiple of micro_batch_size " + std::to_string(options.micro_batch_size) + " x world_size " +
+            std::to_string(world.world_size) + " (expected a positive multiple of " + std::to_string(round) + ")");
       }
       if (options.accumulation_steps != 1 && options.accumulation_steps != g / round) {
         detail::throw_config_error("DistributedBatchSampler: accumulation_steps " +
@@ -348,15 +351,15 @@ class DistributedBatchSampler {
       options.accumulation_steps = g / round;
     }
     // The layout validates the tail, the accumulation steps and that G fits 64 bits.
-    options.global_batch_size = BatchLayout(0, 0, options.micro_batch_size, world.world_size,
-                                            options.accumulation_steps, options.tail, who)
-                                    .global_batch_size();
+    options.global_batch_size =
+        BatchLayout(0, 0, options.micro_batch_size, world.world_size, options.accumulation_steps, options.tail, who)
+            .global_batch_size();
     return options;
   }
 
   [[nodiscard]] BatchLayout make_layout(std::uint64_t dataset_size, std::uint64_t start) const {
-    return BatchLayout(dataset_size, start, options_.micro_batch_size, world_.world_size,
-                       options_.accumulation_steps, options_.tail, who);
+    return BatchLayout(dataset_size, start, options_.micro_batch_size, world_.world_size, options_.accumulation_steps,
+                       options_.tail, who);
   }
 
   void commit(EpochOrder<Permutation>&& next) noexcept {

@@ -1,4 +1,4 @@
-// distsampler DistributedSampler: one rank's disjoint share of every epoch, by random access or iteration, resumable mid-epoch on any world size.
+// distsampler DistributedSampler: one rank's disjoint share of every epoch, resumable on any world size.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
 #define DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
@@ -139,8 +139,8 @@ class DistributedSampler {
                                  " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
                                  std::to_string(max_size) + ")");
     }
-    const std::uint64_t consumed = samples_done > remaining / w ? order_.dataset_size()
-                                                                : order_.start() + samples_done * w;
+    const std::uint64_t consumed =
+        samples_done > remaining / w ? order_.dataset_size() : order_.start() + samples_done * w;
     return order_.state(family, options_.tail, consumed);
   }
 

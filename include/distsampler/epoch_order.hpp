@@ -1,4 +1,4 @@
-// distsampler EpochOrder: one epoch's global order (position -> dataset index) from a consumed prefix on, shared by the samplers.
+// distsampler EpochOrder: one epoch's global order from a consumed prefix on, shared by the samplers.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_EPOCH_ORDER_HPP
 #define DISTSAMPLER_EPOCH_ORDER_HPP
@@ -23,8 +23,9 @@ namespace detail {
 template <class P, class = void>
 struct has_strided_fill : std::false_type {};
 template <class P>
-struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
-                               std::uint64_t{}, std::uint64_t{}, static_cast<std::uint64_t*>(nullptr), std::uint64_t{}))>>
+struct has_strided_fill<P,
+                        std::void_t<decltype(std::declval<const P&>().fill(
+                            std::uint64_t{}, std::uint64_t{}, static_cast<std::uint64_t*>(nullptr), std::uint64_t{}))>>
     : std::true_type {};
 
 }  // namespace detail
@@ -123,8 +124,8 @@ class EpochOrder {
   }
 
   /// key(sampler, tail) of an order with these settings, without building one.
-  [[nodiscard]] static StateKey make_key(std::string_view sampler, Tail tail, std::uint64_t dataset_size,
-                                         bool shuffle, std::uint64_t seed, const permutation_options& options) noexcept {
+  [[nodiscard]] static StateKey make_key(std::string_view sampler, Tail tail, std::uint64_t dataset_size, bool shuffle,
+                                         std::uint64_t seed, const permutation_options& options) noexcept {
     StateKey k;
     k.sampler = sampler;
     k.dataset_size = dataset_size;

@@ -30,9 +30,12 @@ enum class Tail {
 /// "pad", "drop" or "uneven".
 [[nodiscard]] constexpr std::string_view to_string(Tail tail) noexcept {
   switch (tail) {
-    case Tail::pad: return "pad";
-    case Tail::drop: return "drop";
-    case Tail::uneven: return "uneven";
+    case Tail::pad:
+      return "pad";
+    case Tail::drop:
+      return "drop";
+    case Tail::uneven:
+      return "uneven";
   }
   return "invalid";
 }
@@ -42,7 +45,8 @@ enum class Tail {
   if (text == "pad") return Tail::pad;
   if (text == "drop") return Tail::drop;
   if (text == "uneven") return Tail::uneven;
-  detail::throw_config_error(std::string(who) + " \"" + std::string(text) + "\" is unknown (expected pad, drop or uneven)");
+  detail::throw_config_error(std::string(who) + " \"" + std::string(text) +
+                             "\" is unknown (expected pad, drop or uneven)");
 }
 
 /// When a sampler's epoch changes.

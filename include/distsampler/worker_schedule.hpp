@@ -1,4 +1,4 @@
-// distsampler WorkerSchedule: a rank's micro-batches dealt round-robin to its data-loader workers, as torch dispatches them.
+// distsampler WorkerSchedule: a rank's micro-batches dealt round-robin to its loader workers, as torch does.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_WORKER_SCHEDULE_HPP
 #define DISTSAMPLER_WORKER_SCHEDULE_HPP

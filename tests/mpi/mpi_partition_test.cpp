@@ -52,7 +52,8 @@ template <class Permutation>
 void check_engine(const char* engine, bool shuffle, const ds::World& world) {
   for (std::uint64_t n : {0u, 1u, 7u, 1000u, 4099u}) {
     for (ds::Tail tail : {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven}) {
-      ds::DistributedSampler<Permutation> s(n, world, ds::SamplerOptions().with_shuffle(shuffle).with_seed(17).with_tail(tail));
+      ds::DistributedSampler<Permutation> s(n, world,
+                                            ds::SamplerOptions().with_shuffle(shuffle).with_seed(17).with_tail(tail));
       s.set_epoch(n % 3);
       ds::mpi::check_consistent(s);
       const auto report = gather_and_check(s, world.world_size);
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
   }
   // Broken: a missing rank (the job believes in one more process than was launched).
   {
-    ds::DistributedSampler<> s(n, ds::World(world.rank, w + 1), ds::SamplerOptions().with_seed(42).with_tail(ds::Tail::uneven));
+    ds::DistributedSampler<> s(n, ds::World(world.rank, w + 1),
+                               ds::SamplerOptions().with_seed(42).with_tail(ds::Tail::uneven));
     const auto guard = ds::mpi::guard_epoch(s);
     expect(!guard.ok && guard.message.rfind("missing:", 0) == 0, "guard catches a missing rank: " + guard.message);
   }

@@ -75,13 +75,15 @@ CATCH_TEST_CASE("set_epoch reaches the DataLoader's copy of the sampler", "[torc
 
 CATCH_TEST_CASE("advance_on_reset reshuffles every pass without set_epoch", "[torch-adapter]") {
   const std::size_t n = 200;
-  ds::TorchSampler<> sampler(n, ds::World(1, 2), ds::SamplerOptions().with_seed(3).with_tail(ds::Tail::uneven), ds::TorchEpochMode::advance_on_reset);
+  ds::TorchSampler<> sampler(n, ds::World(1, 2), ds::SamplerOptions().with_seed(3).with_tail(ds::Tail::uneven),
+                             ds::TorchEpochMode::advance_on_reset);
   auto loader = torch::data::make_data_loader(IndexDataset(n), sampler,
                                               torch::data::DataLoaderOptions().batch_size(8).workers(2));
   std::vector<std::vector<std::uint64_t>> passes;
   for (int e = 0; e < 3; ++e) passes.push_back(one_pass(*loader));
   for (std::uint64_t e = 0; e < 3; ++e) {
-    ds::DistributedSampler<> reference(n, ds::World(1, 2), ds::SamplerOptions().with_seed(3).with_tail(ds::Tail::uneven));
+    ds::DistributedSampler<> reference(n, ds::World(1, 2),
+                                       ds::SamplerOptions().with_seed(3).with_tail(ds::Tail::uneven));
     reference.set_epoch(e);
     auto expected = reference.indices();
     auto got = passes[static_cast<std::size_t>(e)];
@@ -127,13 +129,15 @@ CATCH_TEST_CASE("load rejects state from another dataset, seed or world", "[torc
                     "options and world)");
   ds::TorchSampler<> other_world(1000, ds::World(2, 4), ds::SamplerOptions().with_seed(11).with_tail(ds::Tail::drop));
   CATCH_CHECK_THROWS_AS(load_into(other_world), ds::state_error);
-  CATCH_CHECK_THROWS_WITH(ds::TorchSampler<>(10, ds::World(0, 1), ds::SamplerOptions().with_tail(static_cast<ds::Tail>(9))),
-                    "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
+  CATCH_CHECK_THROWS_WITH(
+      ds::TorchSampler<>(10, ds::World(0, 1), ds::SamplerOptions().with_tail(static_cast<ds::Tail>(9))),
+      "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
 }
 
 CATCH_TEST_CASE("TorchBatchSampler feeds a rank's micro-batches through make_data_loader", "[torch-adapter]") {
   const std::size_t n = 300;
-  ds::DistributedBatchSampler<> batches(n, ds::World(1, 3), ds::BatchSamplerOptions().with_seed(8).with_micro_batch_size(4).with_accumulation_steps(2));
+  ds::DistributedBatchSampler<> batches(
+      n, ds::World(1, 3), ds::BatchSamplerOptions().with_seed(8).with_micro_batch_size(4).with_accumulation_steps(2));
   ds::TorchBatchSampler<> sampler(batches);
   auto loader = torch::data::make_data_loader(IndexDataset(n), sampler,
                                               torch::data::DataLoaderOptions().batch_size(4).workers(0));
@@ -153,7 +157,9 @@ CATCH_TEST_CASE("TorchBatchSampler resumes elastically from torch's archive: 2 r
   std::string saved;
   // Run 1: 2 ranks x 3 accumulation (global batch 30), stopped after 10 micro-batches each.
   for (std::uint64_t r = 0; r < 2; ++r) {
-    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(n, ds::World(r, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(micro).with_accumulation_steps(3)));
+    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(
+        n, ds::World(r, 2),
+        ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(micro).with_accumulation_steps(3)));
     sampler.reset();
     for (int i = 0; i < 10; ++i) {
       const auto batch = sampler.next(micro);
@@ -166,7 +172,9 @@ CATCH_TEST_CASE("TorchBatchSampler resumes elastically from torch's archive: 2 r
   // Run 2: 3 ranks x 2 accumulation (global batch 30), loaded before make_data_loader.
   std::uint64_t dropped = 0;
   for (std::uint64_t r = 0; r < 3; ++r) {
-    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(n, ds::World(r, 3), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(micro).with_accumulation_steps(2)));
+    ds::TorchBatchSampler<> sampler(ds::DistributedBatchSampler<>(
+        n, ds::World(r, 3),
+        ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(micro).with_accumulation_steps(2)));
     std::stringstream stream(saved);
     torch::load(sampler, stream);
     dropped = (n - sampler.batches().start()) % sampler.batches().global_batch_size();
@@ -186,10 +194,12 @@ CATCH_TEST_CASE("TorchBatchSampler resumes elastically from torch's archive: 2 r
 }
 
 CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-adapter][errors]") {
-  ds::TorchBatchSampler<> a(ds::DistributedBatchSampler<>(100, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
+  ds::TorchBatchSampler<> a(ds::DistributedBatchSampler<>(
+      100, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
   std::stringstream stream;
   torch::save(a, stream);
-  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(101, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
+  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(
+      101, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
   CATCH_CHECK_THROWS_WITH(torch::load(b, stream),
                           Catch::Matchers::StartsWith("DistributedBatchSampler: dataset_size differs (state has 100, "
                                                       "this sampler has 101; state fingerprint 0x"));
@@ -225,7 +235,8 @@ CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter
   CATCH_CHECK(s.epoch() == 5);
   CATCH_CHECK(s.position() == 334);
 
-  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(100, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
+  ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(
+      100, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
   CATCH_CHECK_THROWS_WITH(load_raw(b, "distsampler_batch_state", {300}),
                           "TorchBatchSampler::load: 'distsampler_batch_state' holds 300 (expected bytes 0..255)");
   CATCH_CHECK_THROWS_AS(load_raw(b, "distsampler_batch_state", {1, 2, 3}), ds::state_error);
