@@ -152,18 +152,21 @@ TEST_CASE("DistributedBatchSampler: a failed set_epoch, next_epoch, resume or pa
   CHECK(auto_pass.epoch() == 1);
 }
 
-TEST_CASE("A TorchRandperm that cannot be built leaves the sampler on its epoch", "[sampler][guarantee][torch]") {
-  // An engine option that the constructor refuses stands in for an allocation failure:
-  // the sampler is made first (shuffle off builds nothing), and turning it on fails.
+TEST_CASE("Without shuffle the engine is never built; with it, an engine error leaves the constructor",
+          "[sampler][guarantee][torch]") {
+  // TorchRandperm refuses an unknown generation when it is built, so it stands in for an
+  // engine that cannot be built (as when its table cannot be allocated).
   distsampler::TorchRandpermOptions bad;
   bad.generation = static_cast<distsampler::TorchGeneration>(9);
   DistributedSampler<TorchRandperm> s(10, World(1, 4), SamplerOptions().with_shuffle(false), bad);
   CHECK(s.indices() == Vec{1, 5, 9});
-  CHECK(s.epoch() == 0);
-  // Without shuffle no table is built, in any epoch.
   s.set_epoch(2);
   CHECK(s.epoch() == 2);
+  CHECK(s.indices() == Vec{1, 5, 9});
   CHECK_THROWS_WITH(DistributedSampler<TorchRandperm>(10, World(1, 4), SamplerOptions(), bad),
+                    "TorchRandperm: generation 9 is unknown (expected TorchGeneration::v1 or TorchGeneration::v2_7)");
+  const auto options = BatchSamplerOptions().with_micro_batch_size(2);
+  CHECK_THROWS_WITH(DistributedBatchSampler<TorchRandperm>(10, World(0, 1), options, bad),
                     "TorchRandperm: generation 9 is unknown (expected TorchGeneration::v1 or TorchGeneration::v2_7)");
 }
 
