@@ -40,7 +40,8 @@ const std::vector<FlagSpec>& flags() {
   return table;
 }
 
-constexpr std::string_view exit_status_text = "exit status: 0 ok, 1 a promise failed, 2 bad usage, input or configuration";
+constexpr std::string_view exit_status_text =
+    "exit status: 0 ok, 1 a promise failed, 2 bad usage, input or configuration";
 
 bool is_help(std::string_view arg) { return arg == "--help" || arg == "-h"; }
 
@@ -95,7 +96,8 @@ std::string_view closest(std::string_view typed, const std::vector<std::string_v
 }
 
 [[noreturn]] void unknown_command(std::string_view name) {
-  std::string message = fmt::format("unknown command {} (expected {})", shown(name), join(command_names(), ", ", " or "));
+  std::string message =
+      fmt::format("unknown command {} (expected {})", shown(name), join(command_names(), ", ", " or "));
   const auto guess = closest(name, command_names());
   if (!guess.empty()) message += fmt::format("; did you mean {}?", guess);
   throw UsageError(message);
@@ -132,7 +134,8 @@ void parse_flags(const CommandSpec& command, const std::vector<std::string_view>
     if (out.has(name)) throw UsageError(fmt::format("{} given twice (give each flag at most once)", name));
     std::string_view value;
     if (spec->metavar.empty()) {
-      if (equals != std::string_view::npos) throw UsageError(fmt::format("{} takes no value (got {})", name, shown(arg)));
+      if (equals != std::string_view::npos)
+        throw UsageError(fmt::format("{} takes no value (got {})", name, shown(arg)));
     } else if (equals != std::string_view::npos) {
       value = arg.substr(equals + 1);
     } else if (i + 1 == args.size()) {
@@ -154,9 +157,12 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char b = byte(i);
   std::size_t n = 0;
-  if (b >= 0xc2 && b <= 0xdf) n = 2;
-  else if (b >= 0xe0 && b <= 0xef) n = 3;
-  else if (b >= 0xf0 && b <= 0xf4) n = 4;
+  if (b >= 0xc2 && b <= 0xdf)
+    n = 2;
+  else if (b >= 0xe0 && b <= 0xef)
+    n = 3;
+  else if (b >= 0xf0 && b <= 0xf4)
+    n = 4;
   if (n == 0 || i + n > s.size()) return 0;
   for (std::size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xc0) != 0x80) return 0;
@@ -173,26 +179,31 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> table = {
-      {"indices", "distsampler indices --size N --world W --rank R [--count K] [order flags]",
+      {"indices",
+       "distsampler indices --size N --world W --rank R [--count K] [order flags]",
        "print rank R's indices of the epoch, one per line",
        {"--size", "--world", "--rank"},
        {"--count", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"check", "distsampler check --size N --world W [--per-rank-seed] [order flags]",
+      {"check",
+       "distsampler check --size N --world W [--per-rank-seed] [order flags]",
        "build every rank's sampler, print a per-rank table (count, padding, first indices, * = padding) and a\n"
        "verdict; exit 1 when a promise (disjoint, covering, balanced) fails",
        {"--size", "--world"},
        {"--per-rank-seed", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"shards", "distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [flags]",
+      {"shards",
+       "distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [flags]",
        "print each consumer's (rank, worker) read plan, the shard ranges shard[begin,end) it reads in order\n"
        "(of rank R only with --rank); then check the whole epoch and print a verdict; exit 1 when a promise fails",
        {"--shard-sizes", "--world", "--workers"},
        {"--rank", "--seed", "--epoch", "--tail", "--max-open-shards", "--run-length", "--window", "--ranges"}},
-      {"batches", "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
+      {"batches",
+       "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
        "print each step's micro-batches of rank R (of every rank without --rank); --resume continues from a\n"
        "state line printed by `state`, on any world size",
        {"--size", "--world", "--micro-batch", "--accum"},
        {"--rank", "--steps", "--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"state", "distsampler state --size N --world W --micro-batch B --accum K --step S [flags]",
+      {"state",
+       "distsampler state --size N --world W --micro-batch B --accum K --step S [flags]",
        "print the one-line state after S steps of every rank (resumable on any world size)",
        {"--size", "--world", "--micro-batch", "--accum", "--step"},
        {"--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
@@ -232,7 +243,8 @@ std::uint64_t Invocation::required_number(std::string_view flag) const {
 Invocation parse_args(const std::vector<std::string_view>& args) {
   Invocation out;
   if (args.empty()) {
-    throw UsageError(fmt::format("missing command (expected {}; --help lists them)", join(command_names(), ", ", " or ")));
+    throw UsageError(
+        fmt::format("missing command (expected {}; --help lists them)", join(command_names(), ", ", " or ")));
   }
   const std::string_view first = args[0];
   if (is_help(first) || first == "help") {
@@ -246,8 +258,8 @@ Invocation parse_args(const std::vector<std::string_view>& args) {
     return out;
   }
   if (!first.empty() && first[0] == '-') {
-    throw UsageError(fmt::format("expected a command before {} (one of {})", shown(first),
-                                 join(command_names(), ", ", " or ")));
+    throw UsageError(
+        fmt::format("expected a command before {} (one of {})", shown(first), join(command_names(), ", ", " or ")));
   }
   out.command = find_command(first);
   if (out.command == nullptr) unknown_command(first);
@@ -268,9 +280,10 @@ std::string program_help() {
   for (const auto& c : commands()) {
     out += fmt::format("  {:<8} {}\n", c.name, std::string_view(c.summary).substr(0, c.summary.find('\n')));
   }
-  out += fmt::format("\norder flags: --seed S, --epoch E, --shuffle feistel|torch|none, --tail pad|drop|uneven,\n"
-                     "--torch-generation v1|v2.7\n{}\n",
-                     exit_status_text);
+  out += fmt::format(
+      "\norder flags: --seed S, --epoch E, --shuffle feistel|torch|none, --tail pad|drop|uneven,\n"
+      "--torch-generation v1|v2.7\n{}\n",
+      exit_status_text);
   return out;
 }
 
@@ -282,8 +295,9 @@ std::string command_help(const CommandSpec& command) {
     const std::string head = f->metavar.empty() ? std::string(name) : fmt::format("{} {}", name, f->metavar);
     out += fmt::format("  {:<28} {}{}\n", head, required ? "(required) " : "", f->help);
   }
-  out += fmt::format("  {:<28} this help\n\nflags take their value as --name VALUE or --name=VALUE, each at most once.\n{}\n",
-                     "--help, -h", exit_status_text);
+  out += fmt::format(
+      "  {:<28} this help\n\nflags take their value as --name VALUE or --name=VALUE, each at most once.\n{}\n",
+      "--help, -h", exit_status_text);
   return out;
 }
 
@@ -335,8 +349,9 @@ std::uint64_t parse_seed(std::string_view flag, std::string_view text) {
   namespace detail = distsampler::detail;
   const detail::DecimalParse p = detail::parse_decimal(text.substr(1));
   if (p.error != detail::DecimalError::ok) {
-    const char* why = p.error == detail::DecimalError::overflow ? "is below -2^63 (expected -2^63 .. 2^64-1, torch's range)"
-                                                                 : "is not a decimal integer (expected -2^63 .. 2^64-1)";
+    const char* why = p.error == detail::DecimalError::overflow
+                          ? "is below -2^63 (expected -2^63 .. 2^64-1, torch's range)"
+                          : "is not a decimal integer (expected -2^63 .. 2^64-1)";
     throw UsageError(fmt::format("{} {} {}", flag, shown(text), why));
   }
   if (p.value > (std::uint64_t{1} << 63)) {

@@ -100,9 +100,10 @@ BatchFlags batch_flags(const Invocation& in, std::uint64_t world_size) {
   b.micro_batch = at_least_one(in, "--micro-batch");
   b.accum = at_least_one(in, "--accum");
   if (saturating_mul(saturating_mul(b.micro_batch, world_size), b.accum) == UINT64_MAX) {
-    throw UsageError(fmt::format("--micro-batch {} x --world {} x --accum {} overflows 64 bits (expected a global "
-                                 "batch below 2^64)",
-                                 b.micro_batch, world_size, b.accum));
+    throw UsageError(
+        fmt::format("--micro-batch {} x --world {} x --accum {} overflows 64 bits (expected a global "
+                    "batch below 2^64)",
+                    b.micro_batch, world_size, b.accum));
   }
   return b;
 }
@@ -112,9 +113,10 @@ std::optional<ds::SamplerState> resume_flag(const Invocation& in) {
   ds::SamplerState state = parse_state("--resume", in.text("--resume"));
   const auto epoch = in.number("--epoch");
   if (epoch && *epoch != state.epoch) {
-    throw UsageError(fmt::format("--epoch {} differs from epoch {} recorded in --resume (omit --epoch: a resumed run "
-                                 "continues the saved epoch)",
-                                 *epoch, state.epoch));
+    throw UsageError(
+        fmt::format("--epoch {} differs from epoch {} recorded in --resume (omit --epoch: a resumed run "
+                    "continues the saved epoch)",
+                    *epoch, state.epoch));
   }
   return state;
 }
@@ -125,9 +127,10 @@ int run_indices(const Invocation& in) {
   const auto count = in.number("--count");
   with_sampler(o, rank, o.seed, [&](const auto& s) {
     if (!count && s.size() > limits::printed) {
-      throw UsageError(fmt::format("--size {} gives rank {} {} indices, more than the {} printed without --count; "
-                                   "pass --count K to print the first K",
-                                   o.size, rank, s.size(), limits::printed));
+      throw UsageError(
+          fmt::format("--size {} gives rank {} {} indices, more than the {} printed without --count; "
+                      "pass --count K to print the first K",
+                      o.size, rank, s.size(), limits::printed));
     }
     const std::uint64_t n = count ? std::min(*count, s.size()) : s.size();
     Output out;
@@ -190,8 +193,8 @@ ShardFlags shard_flags(const Invocation& in) {
   std::uint64_t total = 0;
   for (std::size_t s = 0; s < f.sizes.size(); ++s) {
     if (f.sizes[s] > UINT64_MAX - total) {
-      throw UsageError(fmt::format("--shard-sizes add up to more than 2^64-1 samples (at entry {}, size {})", s + 1,
-                                   f.sizes[s]));
+      throw UsageError(
+          fmt::format("--shard-sizes add up to more than 2^64-1 samples (at entry {}, size {})", s + 1, f.sizes[s]));
     }
     total += f.sizes[s];
   }
@@ -208,17 +211,18 @@ ShardFlags shard_flags(const Invocation& in) {
   f.options.tail = tail_flag(in, f.options.tail);
   if (const auto m = in.number("--max-open-shards")) {
     if (*m == 0 || *m > f.options.canonical_streams) {
-      throw UsageError(fmt::format("--max-open-shards {} is out of range (expected 1..{})", *m,
-                                   f.options.canonical_streams));
+      throw UsageError(
+          fmt::format("--max-open-shards {} is out of range (expected 1..{})", *m, f.options.canonical_streams));
     }
     f.options.max_open_shards = *m;
   }
   if (in.has("--run-length")) f.options.run_length = at_least_one(in, "--run-length");
   if (in.has("--window")) f.options.shuffle_window = at_least_one(in, "--window");
   if (f.options.run_length > UINT64_MAX / f.options.max_open_shards) {
-    throw UsageError(fmt::format("--max-open-shards {} x --run-length {} overflows 64 bits (expected a block below "
-                                 "2^64 samples)",
-                                 f.options.max_open_shards, f.options.run_length));
+    throw UsageError(
+        fmt::format("--max-open-shards {} x --run-length {} overflows 64 bits (expected a block below "
+                    "2^64 samples)",
+                    f.options.max_open_shards, f.options.run_length));
   }
   return f;
 }
@@ -281,17 +285,18 @@ int run_batches(const Invocation& in) {
       if (r == first) {
         const std::uint64_t printed = saturating_mul(saturating_mul(n, b.micro_batch * b.accum), last - first);
         if (printed > limits::printed) {
-          throw UsageError(fmt::format("{} steps of --micro-batch {} x --accum {} on {} would print {} indices, more "
-                                       "than the {} printed at once; pass a smaller --steps S{}",
-                                       n, b.micro_batch, b.accum, rank ? "one rank" : "every rank",
-                                       printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed),
-                                       limits::printed, rank ? "" : " or --rank R"));
+          throw UsageError(
+              fmt::format("{} steps of --micro-batch {} x --accum {} on {} would print {} indices, more "
+                          "than the {} printed at once; pass a smaller --steps S{}",
+                          n, b.micro_batch, b.accum, rank ? "one rank" : "every rank",
+                          printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed), limits::printed,
+                          rank ? "" : " or --rank R"));
         }
         fmt::format_to(std::back_inserter(out.buffer()),
                        "global batch {} = micro-batch {} x world_size {} x accumulation {}; {} steps from position {} "
                        "of epoch {}",
-                       s.global_batch_size(), s.micro_batch_size(), o.world_size, s.accumulation_steps(),
-                       s.num_steps(), s.start(), s.epoch());
+                       s.global_batch_size(), s.micro_batch_size(), o.world_size, s.accumulation_steps(), s.num_steps(),
+                       s.start(), s.epoch());
         out.end_line();
       }
       for (std::uint64_t step = 0; step < n; ++step) {

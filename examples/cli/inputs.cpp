@@ -47,8 +47,8 @@ class ShardFile {
       }
       total += got;
       if (total > limits::file_bytes) {
-        fail(fmt::format("is larger than {} bytes (expected at most {} sample counts, one per line)", limits::file_bytes,
-                         limits::shards));
+        fail(fmt::format("is larger than {} bytes (expected at most {} sample counts, one per line)",
+                         limits::file_bytes, limits::shards));
       }
       for (std::size_t i = 0; i < got; ++i) take(buffer[i]);
     }
@@ -117,7 +117,8 @@ std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_v
     }
     const detail::DecimalParse p = detail::parse_decimal(item);
     if (p.error != detail::DecimalError::ok) {
-      throw UsageError(fmt::format("{} entry {} {} {}", flag, sizes.size() + 1, shown(item), detail::describe(p.error)));
+      throw UsageError(
+          fmt::format("{} entry {} {} {}", flag, sizes.size() + 1, shown(item), detail::describe(p.error)));
     }
     sizes.push_back(p.value);
     if (comma == list.size()) return sizes;
@@ -127,7 +128,8 @@ std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_v
 
 std::vector<std::uint64_t> parse_shard_sizes(std::string_view flag, std::string_view spec) {
   if (spec.empty()) {
-    throw UsageError(fmt::format("{} is empty (expected a comma-separated list of sample counts or a file name)", flag));
+    throw UsageError(
+        fmt::format("{} is empty (expected a comma-separated list of sample counts or a file name)", flag));
   }
   if (spec.find_first_not_of("0123456789,") == std::string_view::npos) return parse_shard_list(flag, spec);
   if (spec.find('\0') != std::string_view::npos) {

@@ -50,7 +50,8 @@ struct ShardFlags {
                                 message[i] == ':' || message[i] == '<' || message[i] == '>')) {
     ++i;
   }
-  if (i > 0 && i + 1 < message.size() && message[i - 1] == ':' && message[i] == ' ') return std::string(message.substr(i + 1));
+  if (i > 0 && i + 1 < message.size() && message[i - 1] == ':' && message[i] == ' ')
+    return std::string(message.substr(i + 1));
   return std::string(message);
 }
 
@@ -117,9 +118,8 @@ void with_batch_sampler(const OrderFlags& order, const BatchFlags& batch, std::u
   };
   if (order.engine == Engine::torch) {
     auto s = library(flags, [&] {
-      return ds::DistributedBatchSampler<ds::TorchRandperm>(order.size, batch.micro_batch,
-                                                            ds::World(rank, order.world_size), batch.accum, options,
-                                                            {order.generation});
+      return ds::DistributedBatchSampler<ds::TorchRandperm>(
+          order.size, batch.micro_batch, ds::World(rank, order.world_size), batch.accum, options, {order.generation});
     });
     prepare(s);
   } else {
@@ -138,7 +138,8 @@ template <class BatchSampler>
 }
 
 /// Rank `rank`'s StreamingShardSampler at the flags' epoch.
-[[nodiscard]] inline distsampler::StreamingShardSampler make_shard_sampler(const ShardFlags& shard, std::uint64_t rank) {
+[[nodiscard]] inline distsampler::StreamingShardSampler make_shard_sampler(const ShardFlags& shard,
+                                                                           std::uint64_t rank) {
   namespace ds = distsampler;
   return library("--shard-sizes/--world/--workers", [&] {
     ds::StreamingShardSampler made(shard.sizes, ds::World(rank, shard.world_size), shard.workers, shard.options);
