@@ -15,13 +15,12 @@ const std::vector<FlagSpec>& flags() {
   static const std::vector<FlagSpec> table = {
       {"--size", "N", "dataset size: the number of samples (indices 0..N-1)"},
       {"--world", "W", "world size: the number of ranks (processes), at least 1"},
-      {"--rank", "R", "this rank, 0..W-1"},
+      {"--rank", "R", "the rank, 0..W-1 (batches and shards: print only this rank)"},
       {"--seed", "S", "shared seed (default 0; negative values are taken mod 2^64, as torch does)"},
       {"--epoch", "E", "epoch (default 0)"},
       {"--shuffle", "feistel|torch|none",
        "feistel: O(1)-memory default; torch: torch.randperm's exact order (4 bytes per index); none: in order"},
-      {"--tail", "pad|drop|uneven",
-       "pad = torch's default, drop = drop_last, uneven = each index once (default pad; batches and state: drop)"},
+      {"--tail", "pad|drop|uneven", "pad (torch's default), drop (drop_last) or uneven (each index once); default pad"},
       {"--torch-generation", "v1|v2.7", "with --shuffle torch: torch's large-n randperm (default v2.7 = current)"},
       {"--count", "K", "print only the first K indices"},
       {"--per-rank-seed", "", "seed rank r with seed + r, the classic bug, to see the check fail"},
@@ -42,6 +41,32 @@ const std::vector<FlagSpec>& flags() {
 
 constexpr std::string_view exit_status_text =
     "exit status: 0 ok, 1 a promise failed, 2 bad usage, input or configuration";
+
+// What the command refuses up front (see limits), for its help.
+std::string limits_text(std::string_view command) {
+  const std::string torch = fmt::format("with --shuffle torch, --size at most {}", limits::torch_size);
+  if (command == "indices") {
+    return fmt::format("limits: without --count, at most {} indices; {}.\n", limits::printed, torch);
+  }
+  if (command == "check") {
+    return fmt::format("limits: --size at most {}, --world at most {};\n{} and --size x --world at most {}.\n",
+                       limits::checked_indices, limits::ranks, torch, limits::torch_work);
+  }
+  if (command == "shards") {
+    return fmt::format(
+        "limits: at most {} samples in all, {} shards, {} consumers (--world x --workers) and {} for --world x\n"
+        "shards; a --shard-sizes file at most {} bytes, {} bytes per line.\n",
+        limits::checked_indices, limits::shards, limits::ranks, limits::shard_work, limits::file_bytes,
+        limits::line_bytes);
+  }
+  if (command == "batches") {
+    return fmt::format(
+        "limits: at most {} indices printed (see --steps, --rank); without --rank, --world at most {}; "
+        "{}.\nTail defaults to drop.\n",
+        limits::printed, limits::ranks, torch);
+  }
+  return fmt::format("limits: {}. Tail defaults to drop.\n", torch);
+}
 
 bool is_help(std::string_view arg) { return arg == "--help" || arg == "-h"; }
 
@@ -181,29 +206,34 @@ const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> table = {
       {"indices",
        "distsampler indices --size N --world W --rank R [--count K] [order flags]",
+       "print one rank's indices of an epoch",
        "print rank R's indices of the epoch, one per line",
        {"--size", "--world", "--rank"},
        {"--count", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
       {"check",
        "distsampler check --size N --world W [--per-rank-seed] [order flags]",
+       "check that every rank's share is disjoint, covering and balanced",
        "build every rank's sampler, print a per-rank table (count, padding, first indices, * = padding) and a\n"
        "verdict; exit 1 when a promise (disjoint, covering, balanced) fails",
        {"--size", "--world"},
        {"--per-rank-seed", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
       {"shards",
        "distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [flags]",
+       "print each (rank, worker)'s shard read plan and check the epoch",
        "print each consumer's (rank, worker) read plan, the shard ranges shard[begin,end) it reads in order\n"
        "(of rank R only with --rank); then check the whole epoch and print a verdict; exit 1 when a promise fails",
        {"--shard-sizes", "--world", "--workers"},
        {"--rank", "--seed", "--epoch", "--tail", "--max-open-shards", "--run-length", "--window", "--ranges"}},
       {"batches",
        "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
+       "print micro-batches per step, optionally resumed from a state",
        "print each step's micro-batches of rank R (of every rank without --rank); --resume continues from a\n"
        "state line printed by `state`, on any world size",
        {"--size", "--world", "--micro-batch", "--accum"},
        {"--rank", "--steps", "--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
       {"state",
        "distsampler state --size N --world W --micro-batch B --accum K --step S [flags]",
+       "print the resumable state after some steps",
        "print the one-line state after S steps of every rank (resumable on any world size)",
        {"--size", "--world", "--micro-batch", "--accum", "--step"},
        {"--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
@@ -278,7 +308,7 @@ std::string program_help() {
   for (const auto& c : commands()) out += fmt::format("  {}\n", c.synopsis);
   out += "  distsampler COMMAND --help    the flags of one command\n\ncommands:\n";
   for (const auto& c : commands()) {
-    out += fmt::format("  {:<8} {}\n", c.name, std::string_view(c.summary).substr(0, c.summary.find('\n')));
+    out += fmt::format("  {:<8} {}\n", c.name, c.brief);
   }
   out += fmt::format(
       "\norder flags: --seed S, --epoch E, --shuffle feistel|torch|none, --tail pad|drop|uneven,\n"
@@ -296,8 +326,8 @@ std::string command_help(const CommandSpec& command) {
     out += fmt::format("  {:<28} {}{}\n", head, required ? "(required) " : "", f->help);
   }
   out += fmt::format(
-      "  {:<28} this help\n\nflags take their value as --name VALUE or --name=VALUE, each at most once.\n{}\n",
-      "--help, -h", exit_status_text);
+      "  {:<28} this help\n\n{}flags take their value as --name VALUE or --name=VALUE, each at most once.\n{}\n",
+      "--help, -h", limits_text(command.name), exit_status_text);
   return out;
 }
 

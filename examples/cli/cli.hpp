@@ -53,6 +53,7 @@ struct FlagSpec {
 struct CommandSpec {
   std::string_view name;
   std::string_view synopsis;
+  std::string_view brief;
   std::string_view summary;
   std::vector<std::string_view> required;
   std::vector<std::string_view> optional;
