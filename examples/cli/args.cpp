@@ -61,8 +61,8 @@ std::string limits_text(std::string_view command) {
   }
   if (command == "batches") {
     return fmt::format(
-        "limits: at most {} indices printed (see --steps, --rank); without --rank, --world at most {}; "
-        "{}.\nTail defaults to drop.\n",
+        "limits: at most {} indices printed (see --steps, --rank); without --rank, --world at most {};\n"
+        "{}. Tail defaults to drop.\n",
         limits::printed, limits::ranks, torch);
   }
   return fmt::format("limits: {}. Tail defaults to drop.\n", torch);
