@@ -143,16 +143,16 @@ expect 0 '^step 2 rank 0: \[16\*? ?' -- batches --size 20 --world 2 --micro-batc
 run batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none --steps 1
 [[ "$(grep -c '^step' <<<"$out")" -eq 2 && "$out" != *"step 1 "* ]] && passed=$((passed + 1)) ||
   fail "batches --steps 1 printed:"$'\n'"$out"
-state="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
-[[ "$state" =~ ^distsampler-state\ v1\ dataset_size=20\ seed=0\ epoch=0\ consumed=16\ fingerprint=0x[0-9a-f]{16}$ ]] &&
-  passed=$((passed + 1)) || fail "state printed '$state'"
+saved="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
+[[ "$saved" =~ ^distsampler-state\ v1\ dataset_size=20\ seed=0\ epoch=0\ consumed=16\ fingerprint=0x[0-9a-f]{16}$ ]] &&
+  passed=$((passed + 1)) || fail "state printed '$saved'"
 # Resume on 3 ranks instead of 2: the 4 remaining positions, one full global batch of 3.
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
-    "$state"
+    "$saved"
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
-    "$state" --epoch 0
+    "$saved" --epoch 0
 # A state of a resumed run: 1 more step of 3 after the 16 consumed.
-expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$state" --step 1
+expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
 
 # ---------------------------------------------------------------------------------------------------------
 # Help: the program's and each command's, exit 0, usage on stdout.
@@ -318,13 +318,13 @@ refuse --resume '--resume: unsupported version 9' batches --size 20 --world 3 --
 refuse --resume '--resume: expected magic' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
     $'\xff\x00garbage'
 refuse --resume '--resume: tail differs (state was saved with tail=drop, this sampler has tail=uneven' batches --size \
-    20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$state"
+    20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$saved"
 refuse --resume '--resume: dataset_size differs (state has 20, this sampler has 21' batches --size 21 --world 3 \
-    --micro-batch 1 --accum 1 --shuffle none --resume "$state"
+    --micro-batch 1 --accum 1 --shuffle none --resume "$saved"
 refuse --resume '--epoch 3 differs from epoch 0 recorded in --resume' batches --size 20 --world 3 --micro-batch 1 \
-    --accum 1 --shuffle none --resume "$state" --epoch 3
+    --accum 1 --shuffle none --resume "$saved" --epoch 3
 refuse --step '--step 5 is past the end of the epoch (1 steps left after --resume' state --size 20 --world 4 \
-    --micro-batch 1 --accum 1 --shuffle none --resume "$state" --step 5
+    --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 5
 
 # Resource guards: what would not fit in memory or time is refused before any work.
 refuse --count "--size $big gives rank 0 " indices --size $big --world 1 --rank 0
@@ -387,6 +387,49 @@ rc=$?
 [[ $rc -eq 2 ]] && grep -q 'distsampler indices: cannot write to standard output' "$tmp/err" &&
   passed=$((passed + 1)) ||
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
+
+# ---------------------------------------------------------------------------------------------------------
+# The README's transcripts: every `$ distsampler ...` line shown there prints the lines shown after it, in order
+# ("..." stands for lines left out), so the README cannot drift from the command.
+readme="$(dirname "${BASH_SOURCE[0]}")/../README.md"
+distsampler() { "$cli" "$@"; }
+transcript_check() {
+  local command="$1" expected="$2" actual line at=0
+  # An assignment such as state=$(...) must run in this shell, for the commands after it.
+  if [[ "$command" =~ ^[a-z_]+=\$\( ]]; then eval "$command"; else actual="$(eval "$command" 2>&1)"; fi
+  [[ -z "$expected" ]] && return 0
+  while IFS= read -r line; do
+    [[ "$line" == "..." ]] && continue
+    local rest
+    rest="$(tail -n +$((at + 1)) <<<"$actual" | grep -nxF -- "$line" | head -1 | cut -d: -f1)"
+    if [[ -z "$rest" ]]; then fail "README: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
+    at=$((at + rest))
+  done <<<"$expected"
+  passed=$((passed + 1))
+}
+if [[ -f "$readme" ]]; then
+  command="" expected="" in_section=0 in_block=0 transcripts=0
+  while IFS= read -r line; do
+    if [[ "$line" == "## The command line" ]]; then in_section=1; continue; fi
+    [[ $in_section -eq 1 && "$line" == "## "* ]] && break
+    [[ $in_section -eq 1 ]] || continue
+    if [[ "$line" == '```'* ]]; then
+      if [[ $in_block -eq 1 && -n "$command" ]]; then transcript_check "$command" "$expected"; command=""; fi
+      in_block=$((1 - in_block))
+      continue
+    fi
+    [[ $in_block -eq 1 ]] || continue
+    if [[ "$line" == '$ '* ]]; then
+      [[ -n "$command" ]] && transcript_check "$command" "$expected"
+      command="${line#\$ }" expected=""
+      transcripts=$((transcripts + 1))
+    elif [[ -n "$command" ]]; then
+      expected+="${expected:+$'\n'}$line"
+    fi
+  done <"$readme"
+  [[ $transcripts -ge 5 ]] && passed=$((passed + 1)) ||
+    fail "README: found $transcripts transcript commands, expected 5 or more"
+fi
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]
