@@ -261,7 +261,7 @@ refuse --shard-sizes '--shard-sizes add up to more than 2^64-1 samples (at entry
     --world 1 --workers 1
 
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches or state' 
+refuse 'missing command' 'missing command (expected indices, check, shards, batches or state'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2
