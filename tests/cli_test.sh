@@ -381,6 +381,15 @@ refuse --shard-sizes '--world 65 x 1048576 shards in --shard-sizes is too large 
     "$tmp/most.txt" --world 65 --workers 1
 refuse --shard-sizes '--shard-sizes file "/dev/urandom", line 1' shards --shard-sizes /dev/urandom --world 1 --workers 1
 
+# Running out of memory is a message and exit 2, not an abort (skipped where the binary cannot run under a
+# 100 MB address-space limit, as under AddressSanitizer).
+if { bash -c 'ulimit -v 100000 && "$0" --help' "$cli" >/dev/null; } 2>/dev/null; then
+  (ulimit -v 100000 && exec "$cli" check --size 130000000 --world 1) >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q '^distsampler check: out of memory' "$tmp/err" &&
+    passed=$((passed + 1)) || fail "check under a 100 MB limit $(status_text): $(cat "$tmp/out" "$tmp/err")"
+fi
+
 # Output that cannot be written is an error, not a silent truncation.
 timeout -k 2 "$limit" "$cli" indices --size 100000 --world 1 --rank 0 >/dev/full 2>"$tmp/err"
 rc=$?

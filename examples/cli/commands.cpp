@@ -155,11 +155,12 @@ int run_check(const Invocation& in) {
   }
   check_torch_work(in, o, "");
   const bool per_rank_seed = in.has("--per-rank-seed");
+  // Allocated before anything is printed: running out of memory leaves no partial table.
+  ds::PartitionChecker checker(o.size, o.world_size, o.tail);
   fmt::print("dataset_size {}  world_size {}  shuffle {}  seed {}  epoch {}  tail {}{}\n", o.size, o.world_size,
              in.has("--shuffle") ? in.text("--shuffle") : "feistel", o.seed, o.epoch, ds::to_string(o.tail),
              per_rank_seed ? "  (per-rank seeds)" : "");
   fmt::print("{:>6}  {:>10}  {:>7}  first indices\n", "rank", "count", "padding");
-  ds::PartitionChecker checker(o.size, o.world_size, o.tail);
   for (std::uint64_t r = 0; r < o.world_size; ++r) {
     // With per-rank seeds every process believes it is rank r of W over its own shuffle.
     with_sampler(o, r, per_rank_seed ? o.seed + r : o.seed, [&](const auto& s) {
