@@ -151,6 +151,9 @@ expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 
     "$saved"
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
     "$saved" --epoch 0
+# A global batch of exactly 2^64-1 fits; one more overflows (refused below).
+expect 0 '^distsampler-state v1 dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 --micro-batch 6148914691236517205 \
+    --accum 1 --step 0
 # A state of a resumed run: 1 more step of 3 after the 16 consumed.
 expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
 
@@ -300,6 +303,8 @@ refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' batche
 refuse --accum '--accum 0 is too small' state --size 20 --world 2 --micro-batch 1 --accum 0 --step 0
 refuse --accum "--micro-batch $big x --world 2 x --accum 1 overflows 64 bits" batches --size 20 --world 2 \
     --micro-batch $big --accum 1
+refuse --micro-batch '--micro-batch 6148914691236517206 x --world 3 x --accum 1 overflows 64 bits' state --size 5 \
+    --world 3 --micro-batch 6148914691236517206 --accum 1 --step 0
 refuse --rank '--rank 4 is out of range for --world 4 (expected 0..3)' indices --size 10 --world 4 --rank 4
 refuse --world '--world 0 is too small (expected at least 1)' indices --size 10 --world 0 --rank 0
 refuse --world '--world 0 is too small' check --size 10 --world 0
