@@ -335,7 +335,7 @@ refuse --step '--step 5 is past the end of the epoch (1 steps left after --resum
 refuse --count "--size $big gives rank 0 " indices --size $big --world 1 --rank 0
 refuse --size '--size 1000000000 with --shuffle torch is too large for indices' indices --size 1000000000 --world 1 \
     --rank 0 --shuffle torch --count 1
-refuse --world '--size 100000 x --world 10000 with --shuffle torch is too large for check' check --size 100000 \
+refuse --world '(--size 100000 + 1024) x --world 10000 with --shuffle torch is too large for check' check --size 100000 \
     --world 10000 --shuffle torch
 refuse --steps "steps of --micro-batch 1 x --accum 1 on every rank would print 2^64-1 or more indices" batches --size \
     $big --world 1 --micro-batch 1 --accum 1

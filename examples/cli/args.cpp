@@ -49,8 +49,8 @@ std::string limits_text(std::string_view command) {
     return fmt::format("limits: without --count, at most {} indices; {}.\n", limits::printed, torch);
   }
   if (command == "check") {
-    return fmt::format("limits: --size at most {}, --world at most {};\n{} and --size x --world at most {}.\n",
-                       limits::checked_indices, limits::ranks, torch, limits::torch_work);
+    return fmt::format("limits: --size at most {}, --world at most {};\n{} and (--size + {}) x --world at most {}.\n",
+                       limits::checked_indices, limits::ranks, torch, limits::torch_rank_cost, limits::torch_work);
   }
   if (command == "shards") {
     return fmt::format(

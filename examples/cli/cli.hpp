@@ -29,10 +29,12 @@ inline constexpr std::uint64_t checked_indices = std::uint64_t{1} << 27;
 inline constexpr std::uint64_t ranks = std::uint64_t{1} << 20;
 /// Indices printed without an explicit --count (indices) or --steps/--rank (batches).
 inline constexpr std::uint64_t printed = std::uint64_t{1} << 26;
-/// --shuffle torch keeps torch's whole permutation: 4 bytes per index.
-inline constexpr std::uint64_t torch_size = std::uint64_t{1} << 27;
-/// --shuffle torch over every rank builds the permutation once per rank: size x ranks.
+/// --shuffle torch keeps torch's whole permutation (4 bytes per index) and draws it with MT19937.
+inline constexpr std::uint64_t torch_size = std::uint64_t{1} << 26;
+/// --shuffle torch over every rank builds the permutation once per rank: (size + torch_rank_cost) x ranks, where
+/// torch_rank_cost stands for seeding the generator and allocating the table.
 inline constexpr std::uint64_t torch_work = std::uint64_t{1} << 28;
+inline constexpr std::uint64_t torch_rank_cost = 1024;
 /// Shard sizes read from a list or a file.
 inline constexpr std::uint64_t shards = std::uint64_t{1} << 20;
 /// shards builds one sampler per rank, each O(shards): world x shards.

@@ -89,9 +89,12 @@ OrderFlags order_flags(const Invocation& in, ds::Tail default_tail) {
 
 // --shuffle torch over every rank builds torch's permutation once per rank.
 void check_torch_work(const Invocation& in, const OrderFlags& o, std::string_view hint) {
-  if (o.engine == Engine::torch && saturating_mul(o.size, o.world_size) > limits::torch_work) {
-    too_large(fmt::format("--size {} x --world {} with --shuffle torch", o.size, o.world_size), in.command->name,
-              limits::torch_work, "torch's permutation is built once per rank", hint);
+  // o.size <= limits::torch_size here, so the sum cannot overflow.
+  if (o.engine == Engine::torch &&
+      saturating_mul(o.size + limits::torch_rank_cost, o.world_size) > limits::torch_work) {
+    too_large(fmt::format("(--size {} + {}) x --world {} with --shuffle torch", o.size, limits::torch_rank_cost,
+                          o.world_size),
+              in.command->name, limits::torch_work, "torch's permutation is built and seeded once per rank", hint);
   }
 }
 
