@@ -382,8 +382,8 @@ yes 1 | head -n 1048577 >"$tmp/many.txt"
 refuse --shard-sizes "file \"$tmp/many.txt\", line 1048577: more than 1048576 sample counts" shards --shard-sizes \
     "$tmp/many.txt" --world 1 --workers 1
 head -n 1048576 "$tmp/many.txt" >"$tmp/most.txt"
-refuse --shard-sizes '--world 65 x 1048576 shards in --shard-sizes is too large for shards' shards --shard-sizes \
-    "$tmp/most.txt" --world 65 --workers 1
+refuse --shard-sizes '--world 17 x 1048576 shards in --shard-sizes is too large for shards (at most 16777216' \
+    shards --shard-sizes "$tmp/most.txt" --world 17 --workers 1
 refuse --shard-sizes '--shard-sizes file "/dev/urandom", line 1' shards --shard-sizes /dev/urandom --world 1 --workers 1
 
 # Running out of memory is a message and exit 2, not an abort (skipped where the binary cannot run under a

@@ -38,7 +38,7 @@ inline constexpr std::uint64_t torch_rank_cost = 1024;
 /// Shard sizes read from a list or a file.
 inline constexpr std::uint64_t shards = std::uint64_t{1} << 20;
 /// shards builds one sampler per rank, each O(shards): world x shards.
-inline constexpr std::uint64_t shard_work = std::uint64_t{1} << 26;
+inline constexpr std::uint64_t shard_work = std::uint64_t{1} << 24;
 /// A --shard-sizes file: bytes read, and bytes per line.
 inline constexpr std::uint64_t file_bytes = std::uint64_t{32} << 20;
 inline constexpr std::size_t line_bytes = 256;
