@@ -152,8 +152,8 @@ expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
     "$saved" --epoch 0
 # A global batch of exactly 2^64-1 fits; one more overflows (refused below).
-expect 0 '^distsampler-state v1 dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 --micro-batch 6148914691236517205 \
-    --accum 1 --step 0
+expect 0 '^distsampler-state v1 dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 \
+    --micro-batch 6148914691236517205 --accum 1 --step 0
 # A state of a resumed run: 1 more step of 3 after the 16 consumed.
 expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
 
@@ -335,8 +335,8 @@ refuse --step '--step 5 is past the end of the epoch (1 steps left after --resum
 refuse --count "--size $big gives rank 0 " indices --size $big --world 1 --rank 0
 refuse --size '--size 1000000000 with --shuffle torch is too large for indices' indices --size 1000000000 --world 1 \
     --rank 0 --shuffle torch --count 1
-refuse --world '(--size 100000 + 1024) x --world 10000 with --shuffle torch is too large for check' check --size 100000 \
-    --world 10000 --shuffle torch
+refuse --world '(--size 100000 + 1024) x --world 10000 with --shuffle torch is too large for check' \
+    check --size 100000 --world 10000 --shuffle torch
 refuse --steps "steps of --micro-batch 1 x --accum 1 on every rank would print 2^64-1 or more indices" batches --size \
     $big --world 1 --micro-batch 1 --accum 1
 refuse --steps 'would print 300000000000 indices' batches --size 10 --world 3 --micro-batch 100000000000 --accum 1 \
