@@ -393,6 +393,12 @@ if { bash -c 'ulimit -v 100000 && "$0" --help' "$cli" >/dev/null; } 2>/dev/null;
   rc=$?
   [[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q '^distsampler check: out of memory' "$tmp/err" &&
     passed=$((passed + 1)) || fail "check under a 100 MB limit $(status_text): $(cat "$tmp/out" "$tmp/err")"
+  # torch's table that cannot be allocated: the library's config_error, prefixed with the flags.
+  (ulimit -v 100000 && exec "$cli" indices --size 67108864 --world 1 --rank 0 --shuffle torch --count 3) \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q '^distsampler indices: --size.*out of memory' "$tmp/err" &&
+    passed=$((passed + 1)) || fail "torch indices under a 100 MB limit $(status_text): $(cat "$tmp/out" "$tmp/err")"
 fi
 
 # Output that cannot be written is an error, not a silent truncation.
