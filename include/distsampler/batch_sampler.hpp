@@ -211,8 +211,9 @@ class DistributedBatchSampler {
 
   /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
-    return StateKey{"batch", n_, options_.seed, options_.shuffle, options_.tail,
-                    engine_identity<Permutation>(permutation_options_).name};
+    const EngineIdentity engine = engine_identity<Permutation>(permutation_options_);
+    return StateKey{"batch", n_, options_.seed, options_.shuffle, options_.tail, engine.name,
+                    engine.format_version, 0, {}, false};
   }
 
   /// The state after every rank finished `steps_done` steps of this sampler and, within
@@ -234,7 +235,7 @@ class DistributedBatchSampler {
     s.dataset_size = n_;
     s.seed = options_.seed;
     s.epoch = epoch_;
-    s.fingerprint = key().fingerprint();
+    s.set_key(key());
     const std::uint64_t round = m_ * world_.world_size;  // no overflow: divides g_
     if (steps_done < full_steps_ || (steps_done == full_steps_ && micro_batches_done == 0)) {
       s.consumed = start_ + steps_done * g_ + micro_batches_done * round;

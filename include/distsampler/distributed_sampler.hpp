@@ -44,7 +44,7 @@ inline SamplerState strided_state(const StateKey& key, std::uint64_t start, std:
   s.seed = key.seed;
   s.epoch = epoch;
   s.consumed = samples_done > remaining / w ? n : start + samples_done * w;
-  s.fingerprint = key.fingerprint();
+  s.set_key(key);
   return s;
 }
 
@@ -167,8 +167,9 @@ class DistributedSampler {
 
   /// What saved states must match (see StateKey); its names are static strings.
   [[nodiscard]] StateKey key() const noexcept {
-    return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail,
-                    engine_identity<Permutation>(permutation_options_).name};
+    const EngineIdentity engine = engine_identity<Permutation>(permutation_options_);
+    return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail, engine.name,
+                    engine.format_version, 0, {}, false};
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
