@@ -69,11 +69,11 @@ expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 -
 expect 0 '^global batch 8 = micro-batch 2 x world_size 2 x accumulation 2; 2 steps' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --rank 0
 expect 0 '^step 2 rank 0: \[16\*? ?' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --tail pad --shuffle none
 state="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
-[[ "$state" =~ ^distsampler-state\ v1\ dataset_size=20\ seed=0\ epoch=0\ consumed=16\ fingerprint=0x[0-9a-f]{16}$ ]] &&
+[[ "$state" =~ ^distsampler-state\ v3\ sampler=batch\ dataset_size=20\ seed=0\ shuffle=false\ tail=drop\ engine=identity/1\ layout=0x0{16}\ epoch=0\ consumed=16\ checksum=0x[0-9a-f]{16}$ ]] &&
   passed=$((passed + 1)) || fail "state printed '$state'"
 # Resume on 3 ranks instead of 2: the 4 remaining positions, one full global batch of 3.
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$state"
-expect 2 'tail differs \(state was saved with tail=drop, this sampler has tail=uneven' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$state"
+expect 2 'tail differs \(state drop, sampler uneven\)' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$state"
 expect 2 'dataset_size' -- batches --size 21 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$state"
 expect 2 'SamplerState' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume "distsampler-state v9"
 expect 2 '--micro-batch is required for batches' -- batches --size 20 --world 2 --accum 1
