@@ -1,4 +1,4 @@
-// distsampler tests: the internal building blocks (high multiply, bounded draws, small permutations, decimal parsing, messages).
+// distsampler tests: internal building blocks (high multiply, bounded draws, small permutations, decimals, messages).
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -43,8 +43,16 @@ TEST_CASE("mulhi64 is the high word of the 128-bit product, with or without a 12
   STATIC_REQUIRE(detail::mulhi64_portable(0xffffffffu, 0xffffffffu) == 0);
   // 0xffffffff00000001 * 0xffffffff00000001: the cross terms carry into the high word.
   STATIC_REQUIRE(detail::mulhi64_portable(0xffffffff00000001u, 0xffffffff00000001u) == 0xfffffffe00000002u);
-  const std::uint64_t edges[] = {0, 1, 2, 0xffffffffu, 0x100000000u, 0x100000001u, 0x8000000000000000u,
-                                 0xffffffff00000000u, UINT64_MAX - 1, UINT64_MAX};
+  const std::uint64_t edges[] = {0,
+                                 1,
+                                 2,
+                                 0xffffffffu,
+                                 0x100000000u,
+                                 0x100000001u,
+                                 0x8000000000000000u,
+                                 0xffffffff00000000u,
+                                 UINT64_MAX - 1,
+                                 UINT64_MAX};
   for (const std::uint64_t a : edges) {
     for (const std::uint64_t b : edges) {
       CAPTURE(a, b);

@@ -322,7 +322,8 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                     "DistributedBatchSampler: engine differs (state feistel/2, sampler torch-v2.7/1)");
 
   DistributedBatchSampler<> other_size(999, 4, World(0, 2), 2, o);
-  CHECK_THROWS_WITH(other_size.resume(saved), "DistributedBatchSampler: dataset_size differs (state 1000, sampler 999)");
+  CHECK_THROWS_WITH(other_size.resume(saved),
+                    "DistributedBatchSampler: dataset_size differs (state 1000, sampler 999)");
   CHECK(other_size.start() == 0);
 
   o.seed = 43;

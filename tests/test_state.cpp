@@ -1,4 +1,4 @@
-// distsampler tests: SamplerState text and byte forms (versions 1 to 3), validation, and robustness against corrupt input.
+// distsampler tests: SamplerState text and byte forms (versions 1 to 3), validation, corrupt input.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -38,7 +38,7 @@ SamplerState ahead_state() {
 
 // The keys of the version-3 states below (tests/golden/state_v3.py computes their forms).
 const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false};
-const StateKey shard_key{"shard", 1000, 42, true, Tail::drop, "shard-v2 shuffle", 2, 0x0123456789abcdefu,
+const StateKey shard_key{"shard",       1000, 42, true, Tail::drop, "shard-v2 shuffle", 2, 0x0123456789abcdefu,
                          "shard sizes", true};
 
 // A version-3 state: sample_state()'s positions saved by a sampler with `key`.
@@ -112,7 +112,8 @@ bool parses(Parse&& parse) {
 
 TEST_CASE("A state without its key keeps the version 1 text form and round-trips", "[state][text][legacy]") {
   const SamplerState s = sample_state();
-  CHECK(s.to_text() == "distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 fingerprint=0x0123456789abcdef");
+  CHECK(s.to_text() ==
+        "distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 fingerprint=0x0123456789abcdef");
   CHECK(SamplerState::from_text(s.to_text()) == s);
   CHECK(SamplerState::from_text(s.to_text() + "\n") == s);
   CHECK(SamplerState::from_text("distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 "
@@ -202,8 +203,9 @@ TEST_CASE("The fingerprint is a stable function of every key field", "[state][fi
     b.engine_version = 7;
     CHECK(a.fingerprint() == b.fingerprint());
     CHECK(a.legacy_fingerprint() == b.legacy_fingerprint());
-    CHECK(b.describe() == "sampler=batch dataset_size=1000 seed=42 shuffle=false tail=drop engine=identity/1 "
-                          "layout=0x0000000000000000");
+    CHECK(b.describe() ==
+          "sampler=batch dataset_size=1000 seed=42 shuffle=false tail=drop engine=identity/1 "
+          "layout=0x0000000000000000");
   }
 }
 
@@ -231,8 +233,9 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size= seed=1"),
                     prefix + "expected a decimal value for dataset_size at offset 34");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=10 seed=18446744073709551616"),
-                    prefix + "seed \"18446744073709551616\" overflows 64 bits (expected at most "
-                             "18446744073709551615) at offset 42");
+                    prefix +
+                        "seed \"18446744073709551616\" overflows 64 bits (expected at most "
+                        "18446744073709551615) at offset 42");
   CHECK(SamplerState::from_text("distsampler-state v1 dataset_size=10 seed=18446744073709551615 epoch=0 consumed=2 "
                                 "fingerprint=0x0123456789abcdef")
             .seed == UINT64_MAX);
@@ -259,8 +262,7 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
 TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes][errors]") {
   const std::string prefix = "SamplerState::from_bytes: ";
   auto b = bytes_of(sample_state());
-  CHECK_THROWS_WITH(SamplerState::from_bytes(nullptr, 0),
-                    prefix + "truncated input of 0 bytes (expected at least 4)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(nullptr, 0), prefix + "truncated input of 0 bytes (expected at least 4)");
   CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 6), prefix + "truncated input of 6 bytes (expected at least 8)");
   CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 55),
                     prefix + "truncated input of 55 bytes (expected at least 56)");
@@ -334,7 +336,9 @@ std::pair<int, int> random_corruptions_accepted(const SamplerState& original, st
     const std::uint64_t edits = 1 + rng() % 4;
     for (std::uint64_t e = 0; e < edits; ++e) {
       switch (rng() % 4) {
-        case 0: t[rng() % t.size()] = alphabet[rng() % alphabet.size()]; break;
+        case 0:
+          t[rng() % t.size()] = alphabet[rng() % alphabet.size()];
+          break;
         // substr rather than erase/insert: GCC 12 -O2 reports a false -Wrestrict for those.
         case 1: {
           const std::size_t at = rng() % t.size();
@@ -346,7 +350,9 @@ std::pair<int, int> random_corruptions_accepted(const SamplerState& original, st
           t = t.substr(0, at) + alphabet[rng() % alphabet.size()] + t.substr(at);
           break;
         }
-        default: t.resize(rng() % (t.size() + 1)); break;
+        default:
+          t.resize(rng() % (t.size() + 1));
+          break;
       }
       if (t.empty()) t.push_back('d');
       b[rng() % b.size()] = static_cast<std::uint8_t>(rng());
@@ -413,7 +419,8 @@ TEST_CASE("Validation of a version 3 state names every field that differs", "[st
                     "SamplerState: engine differs (state torch-v2.7/1, sampler feistel/2)");
   other = key;
   other.engine_version = 1;
-  CHECK_THROWS_WITH(saved_with(other).validate(key), "SamplerState: engine differs (state feistel/1, sampler feistel/2)");
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: engine differs (state feistel/1, sampler feistel/2)");
   other = key;
   other.sampler = "distributed";
   CHECK_THROWS_WITH(saved_with(other).validate(key),
@@ -482,8 +489,9 @@ TEST_CASE("set_key records the key and refuses names a state cannot hold", "[sta
   const SamplerState before = s;
   StateKey nameless = batch_key;
   nameless.sampler = "";
-  CHECK_THROWS_WITH(s.set_key(nameless), "SamplerState::set_key: sampler \"\" and engine \"feistel\" must each be "
-                                         "1..1024 bytes");
+  CHECK_THROWS_WITH(s.set_key(nameless),
+                    "SamplerState::set_key: sampler \"\" and engine \"feistel\" must each be "
+                    "1..1024 bytes");
   const std::string long_name(1025, 'e');
   StateKey long_engine = batch_key;
   long_engine.engine = long_name;
@@ -531,8 +539,10 @@ TEST_CASE("Validation of a version 1 or 2 state checks its fingerprint", "[state
                     "SamplerState: tail differs (state pad, sampler drop) (version 1 state; " + prints(other) + ")");
   other = key;
   other.shuffle = false;
-  CHECK_THROWS_WITH(saved_with(other).validate(key), "SamplerState: shuffle differs (state false, sampler true) "
-                                                     "(version 1 state; " + prints(other) + ")");
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: shuffle differs (state false, sampler true) "
+                    "(version 1 state; " +
+                        prints(other) + ")");
   // Engine and sampler family are hidden in the fingerprint: the message says so.
   for (const char* field : {"engine", "sampler"}) {
     other = key;
@@ -541,7 +551,8 @@ TEST_CASE("Validation of a version 1 or 2 state checks its fingerprint", "[state
     CHECK_THROWS_WITH(saved_with(other).validate(key),
                       "SamplerState: fingerprint differs: saved by another sampler family, engine or options than "
                       "sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop engine=feistel/1 "
-                      "layout=0x0000000000000000, or corrupted (version 1 state; " + prints(other) + ")");
+                      "layout=0x0000000000000000, or corrupted (version 1 state; " +
+                          prints(other) + ")");
   }
   // A version-1 state cannot say which engine version wrote it: it was version 1.
   StateKey newer = key;
@@ -549,7 +560,8 @@ TEST_CASE("Validation of a version 1 or 2 state checks its fingerprint", "[state
   CHECK_THROWS_WITH(s.validate(newer),
                     "SamplerState: engine differs (state feistel/1, sampler feistel/2; version 1 and 2 states were "
                     "written by version 1 of their engine, whose order this one does not keep) (version 1 state; "
-                    "state fingerprint " + want + ", expected " + want + ")");
+                    "state fingerprint " +
+                        want + ", expected " + want + ")");
   StateKey plain = key;
   plain.shuffle = false;
   plain.engine_version = 2;  // ignored: the unshuffled order is the identity
@@ -572,12 +584,14 @@ TEST_CASE("Validation of a version 1 or 2 state checks its fingerprint", "[state
 TEST_CASE("The version 3 forms are the documented ones and round-trip", "[state][text][bytes]") {
   // Expected forms from tests/golden/state_v3.py, an independent implementation of the format.
   const SamplerState s = keyed_state();
-  CHECK(s.to_text() == "distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop "
-                       "engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 checksum=0x1c3c1b51d66016b0");
+  CHECK(s.to_text() ==
+        "distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop "
+        "engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 checksum=0x1c3c1b51d66016b0");
   const SamplerState a = keyed_ahead_state();
-  CHECK(a.to_text() == "distsampler-state v3 sampler=shard dataset_size=1000 seed=42 shuffle=true tail=drop "
-                       "engine=shard-v2%20shuffle/2 layout=0x0123456789abcdef epoch=3 consumed=640 "
-                       "ahead=700-764,900-901,950-1000 checksum=0x08d121f1e099c5fa");
+  CHECK(a.to_text() ==
+        "distsampler-state v3 sampler=shard dataset_size=1000 seed=42 shuffle=true tail=drop "
+        "engine=shard-v2%20shuffle/2 layout=0x0123456789abcdef epoch=3 consumed=640 "
+        "ahead=700-764,900-901,950-1000 checksum=0x08d121f1e099c5fa");
   for (const SamplerState& x : {s, a}) {
     const SamplerState t = SamplerState::from_text(x.to_text());
     CHECK(t == x);
@@ -606,8 +620,7 @@ TEST_CASE("The version 3 forms are the documented ones and round-trip", "[state]
   REQUIRE(c.size() == 80 + 5 + 16 + 16 * 3);
   CHECK(c[64] == 3);  // range count
   CHECK(distsampler::detail::get_u64_le(c.data() + 72 + 21) == 700);
-  CHECK(distsampler::detail::hex64(distsampler::detail::get_u64_le(c.data() + c.size() - 8)) ==
-        "0x08d121f1e099c5fa");
+  CHECK(distsampler::detail::hex64(distsampler::detail::get_u64_le(c.data() + c.size() - 8)) == "0x08d121f1e099c5fa");
 }
 
 TEST_CASE("Hand edits of a version 3 text state are refused", "[state][text][errors]") {
@@ -628,11 +641,17 @@ TEST_CASE("Hand edits of a version 3 text state are refused", "[state][text][err
     return std::string("no error");
   };
   const std::string mismatch = prefix + "checksum mismatch (stored 0x1c3c1b51d66016b0, computed ";
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"consumed=640", "consumed=200"}, {"epoch=3", "epoch=7"}, {"seed=42", "seed=43"},
-           {"tail=drop", "tail=pad"}, {"shuffle=true", "shuffle=false"}, {"feistel/2", "feistel/1"},
-           {"sampler=batch", "sampler=distributed"}, {"layout=0x0000000000000000", "layout=0x0000000000000001"},
-           {"dataset_size=1000", "dataset_size=1001"}, {" checksum", " ahead=700-701 checksum"}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"consumed=640", "consumed=200"},
+                                                        {"epoch=3", "epoch=7"},
+                                                        {"seed=42", "seed=43"},
+                                                        {"tail=drop", "tail=pad"},
+                                                        {"shuffle=true", "shuffle=false"},
+                                                        {"feistel/2", "feistel/1"},
+                                                        {"sampler=batch", "sampler=distributed"},
+                                                        {"layout=0x0000000000000000", "layout=0x0000000000000001"},
+                                                        {"dataset_size=1000", "dataset_size=1001"},
+                                                        {" checksum", " ahead=700-701 checksum"}}) {
     CAPTURE(from, to);
     CHECK(message(edited(from, to)).rfind(mismatch, 0) == 0);
   }
@@ -649,12 +668,10 @@ TEST_CASE("Hand edits of a version 3 text state are refused", "[state][text][err
         prefix + "character 33 in sampler (expected letters, digits, . _ + - or %HH escapes) at offset 30");
   CHECK(message(edited("sampler=batch", "sampler=")) == prefix + "expected a name for sampler at offset 29");
   CHECK(message(edited("tail=drop", "tail=wrap")) == prefix + "expected a tail (pad, drop or uneven) at offset 79");
-  CHECK(message(edited("shuffle=true", "shuffle=yes")) ==
-        prefix + "expected shuffle value \"false\" at offset 69");
+  CHECK(message(edited("shuffle=true", "shuffle=yes")) == prefix + "expected shuffle value \"false\" at offset 69");
   CHECK(message(edited("feistel/2", "feistel/4294967296")) ==
         prefix + "engine version 4294967296 exceeds 4294967295 at offset 109");
-  CHECK(message(edited("feistel/2", "feistel 2")) ==
-        prefix + "expected engine version separator \"/\" at offset 98");
+  CHECK(message(edited("feistel/2", "feistel 2")) == prefix + "expected engine version separator \"/\" at offset 98");
 }
 
 TEST_CASE("Malformed version 3 bytes throw state_error naming the problem", "[state][bytes][errors]") {
@@ -664,7 +681,8 @@ TEST_CASE("Malformed version 3 bytes throw state_error naming the problem", "[st
     return b;
   };
   const auto b = keyed_state().to_bytes();
-  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 71), prefix + "truncated input of 71 bytes (expected at least 72)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 71),
+                    prefix + "truncated input of 71 bytes (expected at least 72)");
   auto no_name = b;
   distsampler::detail::put_u32_le(no_name.data() + 52, 0);
   CHECK_THROWS_WITH(SamplerState::from_bytes(no_name), prefix + "name length 0 is out of range (expected 1..1024)");
@@ -675,8 +693,9 @@ TEST_CASE("Malformed version 3 bytes throw state_error naming the problem", "[st
   auto huge = b;
   distsampler::detail::put_u64_le(huge.data() + 64, UINT64_MAX / 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
-                    prefix + "ahead range count 9223372036854775807 is too large for any input (expected a count "
-                             "that fits in memory)");
+                    prefix +
+                        "ahead range count 9223372036854775807 is too large for any input (expected a count "
+                        "that fits in memory)");
   auto shuffle = b;
   shuffle[60] = 2;
   CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(shuffle)), prefix + "shuffle byte 2 (expected 0 or 1)");
@@ -688,10 +707,11 @@ TEST_CASE("Malformed version 3 bytes throw state_error naming the problem", "[st
   CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(reserved)), prefix + "reserved bytes 62..63 are not 0");
   auto corrupt = b;
   corrupt[75] ^= 0x20;  // "batch" -> "batCh"
-  CHECK_THROWS_WITH(SamplerState::from_bytes(corrupt),
-                    prefix + "checksum mismatch (stored 0x1c3c1b51d66016b0, computed " +
-                        distsampler::detail::hex64(distsampler::detail::state_checksum(corrupt.data(), corrupt.size())) +
-                        "; the state is corrupted)");
+  CHECK_THROWS_WITH(
+      SamplerState::from_bytes(corrupt),
+      prefix + "checksum mismatch (stored 0x1c3c1b51d66016b0, computed " +
+          distsampler::detail::hex64(distsampler::detail::state_checksum(corrupt.data(), corrupt.size())) +
+          "; the state is corrupted)");
 }
 
 TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip", "[state][ahead]") {
@@ -699,15 +719,16 @@ TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip",
   CHECK(s.written_version() == 2);
   CHECK(sample_state().written_version() == 1);
   CHECK(s.consumed_total() == 640 + 64 + 1 + 50);
-  CHECK(s.to_text() == "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 "
-                       "ahead=700-764,900-901,950-1000 fingerprint=0x0123456789abcdef");
+  CHECK(s.to_text() ==
+        "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 "
+        "ahead=700-764,900-901,950-1000 fingerprint=0x0123456789abcdef");
   const SamplerState t = SamplerState::from_text(s.to_text());
   CHECK(t == s);
   CHECK(t.version == 2);
   const auto b = bytes_of(s);
   REQUIRE(b.size() == 64 + 16 * 3);
   CHECK(b[4] == 2);
-  CHECK(b[48] == 3);  // the range count
+  CHECK(b[48] == 3);     // the range count
   CHECK(b[56] == 0xbc);  // 700 = 0x2bc little-endian
   CHECK(b[57] == 0x02);
   CHECK(b[64] == 0xfc);  // 764 = 0x2fc
@@ -724,8 +745,7 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   const std::string text = "SamplerState::from_text: ";
   const std::string head = "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 ";
   const std::string tail = " fingerprint=0x0123456789abcdef";
-  CHECK_THROWS_WITH(SamplerState::from_text(head + tail.substr(1)),
-                    text + "expected key \" ahead=\" at offset 67");
+  CHECK_THROWS_WITH(SamplerState::from_text(head + tail.substr(1)), text + "expected key \" ahead=\" at offset 67");
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=" + tail),
                     text + "expected a decimal value for ahead begin at offset 74");
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700" + tail),
@@ -733,7 +753,8 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700-710," + tail),
                     text + "expected a decimal value for ahead begin at offset 82");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 "
-                                            "ahead=700-710" + tail),
+                                            "ahead=700-710" +
+                                            tail),
                     text + "expected key \" fingerprint=\" at offset 67");
   auto range_error = [&](const std::string& ranges) {
     try {
@@ -743,16 +764,21 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
     }
     return std::string("no error");
   };
-  CHECK(range_error("700-700") == "SamplerState::from_text: ahead range 0 [700, 700) is empty or reversed "
-                                  "(expected begin < end)");
-  CHECK(range_error("710-700") == "SamplerState::from_text: ahead range 0 [710, 700) is empty or reversed "
-                                  "(expected begin < end)");
-  CHECK(range_error("700-1001") == "SamplerState::from_text: ahead range 0 [700, 1001) ends past dataset_size 1000 "
-                                   "(expected end <= dataset_size)");
-  CHECK(range_error("640-700") == "SamplerState::from_text: ahead range 0 [640, 700) does not begin after consumed "
-                                  "640 (expected sorted ranges separated by a gap)");
-  CHECK(range_error("600-700") == "SamplerState::from_text: ahead range 0 [600, 700) does not begin after consumed "
-                                  "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("700-700") ==
+        "SamplerState::from_text: ahead range 0 [700, 700) is empty or reversed "
+        "(expected begin < end)");
+  CHECK(range_error("710-700") ==
+        "SamplerState::from_text: ahead range 0 [710, 700) is empty or reversed "
+        "(expected begin < end)");
+  CHECK(range_error("700-1001") ==
+        "SamplerState::from_text: ahead range 0 [700, 1001) ends past dataset_size 1000 "
+        "(expected end <= dataset_size)");
+  CHECK(range_error("640-700") ==
+        "SamplerState::from_text: ahead range 0 [640, 700) does not begin after consumed "
+        "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("600-700") ==
+        "SamplerState::from_text: ahead range 0 [600, 700) does not begin after consumed "
+        "640 (expected sorted ranges separated by a gap)");
   CHECK(range_error("700-710,710-720") ==
         "SamplerState::from_text: ahead range 1 [710, 720) does not begin after the previous range's end 710 "
         "(expected sorted ranges separated by a gap)");
@@ -773,15 +799,17 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   auto huge = b;
   distsampler::detail::put_u64_le(huge.data() + 48, UINT64_MAX / 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
-                    bytes + "ahead range count 9223372036854775807 is too large for any input (expected a count "
-                            "that fits in memory)");
+                    bytes +
+                        "ahead range count 9223372036854775807 is too large for any input (expected a count "
+                        "that fits in memory)");
   auto more = b;
   distsampler::detail::put_u64_le(more.data() + 48, 4);
   CHECK_THROWS_WITH(SamplerState::from_bytes(more), bytes + "truncated input of 112 bytes (expected at least 128)");
   auto fewer = b;
   distsampler::detail::put_u64_le(fewer.data() + 48, 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(fewer), bytes + "16 trailing bytes (expected exactly 96)");
-  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 50), bytes + "truncated input of 50 bytes (expected at least 56)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 50),
+                    bytes + "truncated input of 50 bytes (expected at least 56)");
   auto reversed = b;
   distsampler::detail::put_u64_le(reversed.data() + 72, 1000);  // second range begins at 1000
   CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(reversed)),

@@ -788,7 +788,8 @@ TEST_CASE("A state of other or reordered shard sizes is refused naming the shard
   const SamplerState st = saver.state(3);
   StreamingShardSampler reordered({50, 100, 70}, World(0, 2), 1);
   CHECK_THROWS_WITH(reordered.load_state(st),
-                    Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state layout "));
+                    Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state "
+                                                "layout "));
   StreamingShardSampler larger({100, 50, 71}, World(0, 2), 1);
   CHECK_THROWS_WITH(larger.load_state(st),
                     Catch::Matchers::StartsWith("StreamingShardSampler::load_state: dataset_size differs (state 220, "

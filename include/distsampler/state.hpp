@@ -127,14 +127,14 @@ struct SamplerState {
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
-  std::uint64_t consumed = 0;     ///< positions [0, consumed) of the epoch's global order are done
-  std::uint64_t fingerprint = 0;  ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
+  std::uint64_t consumed = 0;        ///< positions [0, consumed) of the epoch's global order are done
+  std::uint64_t fingerprint = 0;     ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
   std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
   // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
   std::string sampler;
   bool shuffle = true;
   Tail tail = Tail::pad;
-  std::string engine;              ///< StateKey::order_engine()
+  std::string engine;                ///< StateKey::order_engine()
   std::uint32_t engine_version = 0;  ///< StateKey::order_engine_version()
   std::uint64_t layout = 0;
 
@@ -213,8 +213,8 @@ inline void check_consumed(const SamplerState& s, const char* who) {
   std::uint64_t floor = s.consumed;  // the next range must begin after this
   for (std::size_t i = 0; i < s.ahead.size(); ++i) {
     const PositionRange& r = s.ahead[i];
-    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" +
-                              std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
+    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" + std::to_string(r.begin) +
+                              ", " + std::to_string(r.end) + ")";
     if (r.begin >= r.end) throw_state_error(where + " is empty or reversed (expected begin < end)");
     if (r.end > s.dataset_size) {
       throw_state_error(where + " ends past dataset_size " + std::to_string(s.dataset_size) +
@@ -305,9 +305,9 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
       differs("tail differs", std::string(to_string(tail)), std::string(to_string(expected.tail)));
     }
     if (layout != expected.layout) {
-      differs(expected.layout_name.empty() ? std::string("layout differs")
-                                           : std::string(expected.layout_name) + " differ",
-              "layout " + detail::hex64(layout), "layout " + detail::hex64(expected.layout));
+      differs(
+          expected.layout_name.empty() ? std::string("layout differs") : std::string(expected.layout_name) + " differ",
+          "layout " + detail::hex64(layout), "layout " + detail::hex64(expected.layout));
     }
     if (engine != expected.order_engine() || engine_version != expected.order_engine_version()) {
       differs("engine differs", engine + "/" + std::to_string(engine_version),
@@ -348,8 +348,8 @@ inline void SamplerState::validate_legacy(const StateKey& expected, const std::s
       alt = expected;
       alt.tail = t;
       if (t != expected.tail && alt.legacy_fingerprint() == fingerprint) {
-        fail("tail differs (state " + std::string(to_string(t)) + ", sampler " +
-             std::string(to_string(expected.tail)) + ")");
+        fail("tail differs (state " + std::string(to_string(t)) + ", sampler " + std::string(to_string(expected.tail)) +
+             ")");
       }
     }
     fail("fingerprint differs: saved by another sampler family, engine or options than " + expected.describe() +

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# distsampler golden values: SamplerState version 3 forms and StateKey fingerprints, computed from the documented format.
+# distsampler golden values: SamplerState version 3 forms and StateKey fingerprints from the documented format.
 # SPDX-License-Identifier: MIT
 """Writes the expected values of tests/test_state.cpp from the format described in
 include/distsampler/state.hpp, without using the library: FNV-1a 64, the SplitMix64

@@ -191,8 +191,7 @@ CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-
   torch::save(a, stream);
   ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(101, 2, ds::World(0, 2), 1, {true, 4}));
   CATCH_CHECK_THROWS_WITH(torch::load(b, stream),
-                          Catch::Matchers::StartsWith("DistributedBatchSampler: dataset_size differs (state has 100, "
-                                                      "this sampler has 101; state fingerprint 0x"));
+                          "DistributedBatchSampler: dataset_size differs (state 100, sampler 101)");
 }
 
 namespace {
@@ -327,5 +326,6 @@ CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or m
   std::stringstream stream;
   torch::save(other, stream);
   CATCH_CHECK_THROWS_WITH(torch::load(s, stream),
-                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: fingerprint differs"));
+                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state "
+                                                      "layout "));
 }

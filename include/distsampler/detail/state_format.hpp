@@ -173,8 +173,9 @@ class StateTextReader {
         ++at_;
         continue;
       }
-      if (c != '%') fail(std::string("character ") + std::to_string(static_cast<unsigned char>(c)) + " in " + key +
-                         " (expected letters, digits, . _ + - or %HH escapes)");
+      if (c != '%')
+        fail(std::string("character ") + std::to_string(static_cast<unsigned char>(c)) + " in " + key +
+             " (expected letters, digits, . _ + - or %HH escapes)");
       const int hi = at_ + 1 < text_.size() ? upper_hex(text_[at_ + 1]) : -1;
       const int lo = at_ + 2 < text_.size() ? upper_hex(text_[at_ + 2]) : -1;
       if (hi < 0 || lo < 0) {
