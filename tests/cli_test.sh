@@ -144,7 +144,7 @@ run batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none --steps
 [[ "$(grep -c '^step' <<<"$out")" -eq 2 && "$out" != *"step 1 "* ]] && passed=$((passed + 1)) ||
   fail "batches --steps 1 printed:"$'\n'"$out"
 saved="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
-[[ "$saved" =~ ^distsampler-state\ v1\ dataset_size=20\ seed=0\ epoch=0\ consumed=16\ fingerprint=0x[0-9a-f]{16}$ ]] &&
+[[ "$saved" =~ ^distsampler-state\ v3\ sampler=batch\ dataset_size=20\ seed=0\ shuffle=false\ tail=drop\ engine=identity/1\ layout=0x0{16}\ epoch=0\ consumed=16\ checksum=0x[0-9a-f]{16}$ ]] &&
   passed=$((passed + 1)) || fail "state printed '$saved'"
 # Resume on 3 ranks instead of 2: the 4 remaining positions, one full global batch of 3.
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
@@ -152,7 +152,7 @@ expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 
 expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
     "$saved" --epoch 0
 # A global batch of exactly 2^64-1 fits; one more overflows (refused below).
-expect 0 '^distsampler-state v1 dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 \
+expect 0 '^distsampler-state v3 sampler=batch dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 \
     --micro-batch 6148914691236517205 --accum 1 --step 0
 # A state of a resumed run: 1 more step of 3 after the 16 consumed.
 expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
@@ -322,9 +322,9 @@ refuse --resume '--resume: unsupported version 9' batches --size 20 --world 3 --
     "distsampler-state v9"
 refuse --resume '--resume: expected magic' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
     $'\xff\x00garbage'
-refuse --resume '--resume: tail differs (state was saved with tail=drop, this sampler has tail=uneven' batches --size \
+refuse --resume '--resume: tail differs (state drop, sampler uneven' batches --size \
     20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$saved"
-refuse --resume '--resume: dataset_size differs (state has 20, this sampler has 21' batches --size 21 --world 3 \
+refuse --resume '--resume: dataset_size differs (state 20, sampler 21' batches --size 21 --world 3 \
     --micro-batch 1 --accum 1 --shuffle none --resume "$saved"
 refuse --resume '--epoch 3 differs from epoch 0 recorded in --resume' batches --size 20 --world 3 --micro-batch 1 \
     --accum 1 --shuffle none --resume "$saved" --epoch 3

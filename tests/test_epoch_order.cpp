@@ -154,5 +154,5 @@ TEST_CASE("EpochOrder::resumed and from_state validate the state, then continue 
 
   CHECK_THROWS_AS(fresh.resumed(state, "batch", Tail::drop, "Who"), distsampler::state_error);
   CHECK_THROWS_WITH(EpochOrder<FlakyPermutation>::from_state(state, "batch", Tail::pad, "Who", 200, true, 9),
-                    Catch::Matchers::StartsWith("Who: seed differs (state has 8, this sampler has 9"));
+                    Catch::Matchers::StartsWith("Who: seed differs (state 8, sampler 9)"));
 }

@@ -324,54 +324,36 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
                                     BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   DistributedBatchSampler<TorchRandperm> torch(
       1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
-  const auto hex = [](std::uint64_t v) { return distsampler::detail::hex64(v); };
   const SamplerState saved = feistel.state(3);
-  const std::string prints = "state fingerprint " + hex(saved.fingerprint) + ", expected " + hex(torch.key().fingerprint());
   CHECK_THROWS_WITH(torch.resume(saved),
-                    "DistributedBatchSampler: engine differs (state was saved with engine=feistel, this sampler has "
-                    "engine=torch-v2.7; " + prints + ")");
+                    "DistributedBatchSampler: engine differs (state feistel/2, sampler torch-v2.7/1)");
 
   DistributedBatchSampler<> other_size(999, World(0, 2),
                                        BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK_THROWS_WITH(other_size.resume(saved),
-                    "DistributedBatchSampler: dataset_size differs (state has 1000, this sampler has 999; "
-                    "state fingerprint " + hex(saved.fingerprint) + ", expected " +
-                        hex(other_size.key().fingerprint()) + ")");
+                    "DistributedBatchSampler: dataset_size differs (state 1000, sampler 999)");
   CHECK(other_size.start() == 0);
 
   o.seed = 43;
   DistributedBatchSampler<> other_seed(1000, World(0, 2),
                                        BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
-  CHECK_THROWS_WITH(other_seed.resume(saved),
-                    "DistributedBatchSampler: seed differs (state has 42, this sampler has 43; state fingerprint " +
-                        hex(saved.fingerprint) + ", expected " + hex(other_seed.key().fingerprint()) + ")");
+  CHECK_THROWS_WITH(other_seed.resume(saved), "DistributedBatchSampler: seed differs (state 42, sampler 43)");
 
   o.seed = 42;
   o.tail = Tail::pad;
   DistributedBatchSampler<> other_tail(1000, World(0, 2),
                                        BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
-  CHECK_THROWS_WITH(other_tail.resume(saved),
-                    "DistributedBatchSampler: tail differs (state was saved with tail=drop, this sampler has "
-                    "tail=pad; state fingerprint " + hex(saved.fingerprint) + ", expected " +
-                        hex(other_tail.key().fingerprint()) + ")");
+  CHECK_THROWS_WITH(other_tail.resume(saved), "DistributedBatchSampler: tail differs (state drop, sampler pad)");
 
   DistributedSampler<> plain(1000, World(0, 2), SamplerOptions().with_seed(42).with_tail(Tail::drop));
   const SamplerState plain_state = plain.state(10);
   CHECK_THROWS_WITH(feistel.resume(plain_state),
-                    "DistributedBatchSampler: sampler differs (state was saved with sampler=distributed, this "
-                    "sampler has sampler=batch; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
-                        hex(feistel.key().fingerprint()) + ")");
+                    "DistributedBatchSampler: sampler family differs (state distributed, sampler batch)");
   CHECK_THROWS_WITH(
       DistributedSampler<>(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop),
                            plain_state),
-      "DistributedSampler::resume: shuffle differs (state was saved with shuffle=true, this sampler has "
-      "shuffle=false; state fingerprint " +
-          hex(plain_state.fingerprint) + ", expected " +
-          hex(DistributedSampler<>(1000, World(0, 3),
-                                   SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop))
-                  .key()
-                  .fingerprint()) +
-          ")");
+      "DistributedSampler::resume: shuffle differs (state true, sampler false); engine differs (state "
+      "feistel/2, sampler identity/1)");
   CHECK_NOTHROW(
       DistributedSampler<>(1000, World(2, 3), SamplerOptions().with_seed(42).with_tail(Tail::drop), plain_state));
 

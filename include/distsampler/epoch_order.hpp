@@ -132,7 +132,9 @@ class EpochOrder {
     k.seed = seed;
     k.shuffle = shuffle;
     k.tail = tail;
-    k.engine = engine_identity<Permutation>(options).name;
+    const EngineIdentity engine = engine_identity<Permutation>(options);
+    k.engine = engine.name;
+    k.engine_version = engine.format_version;
     return k;
   }
 
@@ -153,7 +155,7 @@ class EpochOrder {
     s.seed = seed_;
     s.epoch = epoch_;
     s.consumed = consumed;
-    s.fingerprint = key(sampler, tail).fingerprint();
+    s.set_key(key(sampler, tail));
     return s;
   }
 

@@ -30,8 +30,7 @@ class StridedPartition {
       : n_(dataset_size), rank_(rank), world_size_(world_size), tail_(tail) {
     if (world_size == 0) detail::throw_config_error("Partition: world_size is 0 (expected at least 1)");
     if (rank >= world_size) {
-      detail::throw_config_error("Partition: rank " + std::to_string(rank) + " is out of range for world_size " +
-                                 std::to_string(world_size) + " (expected 0.." + std::to_string(world_size - 1) + ")");
+      detail::throw_out_of_range("Partition", "rank", rank, "world_size", world_size);
     }
     detail::check_tail(tail, "Partition");
     const std::uint64_t whole = n_ / world_size_, rest = n_ % world_size_;

@@ -201,8 +201,7 @@ CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-
   ds::TorchBatchSampler<> b(ds::DistributedBatchSampler<>(
       101, ds::World(0, 2), ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(2)));
   CATCH_CHECK_THROWS_WITH(torch::load(b, stream),
-                          Catch::Matchers::StartsWith("DistributedBatchSampler: dataset_size differs (state has 100, "
-                                                      "this sampler has 101; state fingerprint 0x"));
+                          "DistributedBatchSampler: dataset_size differs (state 100, sampler 101)");
 }
 
 namespace {
@@ -338,5 +337,6 @@ CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or m
   std::stringstream stream;
   torch::save(other, stream);
   CATCH_CHECK_THROWS_WITH(torch::load(s, stream),
-                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: fingerprint differs"));
+                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state "
+                                                      "layout "));
 }
