@@ -272,7 +272,8 @@ int run_shards(const Args& args) {
 
   std::optional<ds::PartitionChecker> checker;
   for (std::uint64_t r = 0; r < world_size; ++r) {
-    ds::StreamingShardSampler sampler(sizes, ds::World(r, world_size), workers, options);
+    ds::StreamingShardSampler sampler(sizes, ds::World(r, world_size),
+                                      ds::ShardSamplerOptions(options).with_num_workers(workers));
     sampler.set_epoch(epoch);
     if (!checker) {
       checker.emplace(sampler.dataset_size(), world_size * workers, options.tail);

@@ -7,6 +7,7 @@
 #include "distributed_sampler.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
+#include "loader_round_robin.hpp"
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"

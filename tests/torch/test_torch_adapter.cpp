@@ -327,5 +327,5 @@ CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or m
   std::stringstream stream;
   torch::save(other, stream);
   CATCH_CHECK_THROWS_WITH(torch::load(s, stream),
-                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: fingerprint differs"));
+                          Catch::Matchers::StartsWith("StreamingShardSampler::resume: fingerprint differs"));
 }
