@@ -129,8 +129,8 @@ int read_rank(const std::string& dir, const std::string& segment, std::uint64_t 
   }
   for (auto& t : threads) t.join();
   if (stop != "all" && world.rank == 0) {
-    std::ofstream(dir + "/state-" + segment + ".txt") << distsampler::state_after_batches(sampler, batches, batch_size).to_text()
-                                                      << '\n';
+    std::ofstream(dir + "/state-" + segment + ".txt")
+        << distsampler::state_after_batches(sampler, batches, batch_size).to_text() << '\n';
   }
   std::cout << "rank " << world.rank << " of " << world.world_size << ": " << workers << " workers read";
   for (const auto d : done) std::cout << ' ' << d;

@@ -54,10 +54,18 @@ inline std::vector<StreamingShardSampler> make_ranks(const std::vector<std::uint
 inline ShardSamplerOptions small_options(std::uint64_t variant, Tail tail, std::uint64_t seed) {
   auto o = ShardSamplerOptions().with_seed(seed).with_tail(tail);
   switch (variant % 4) {
-    case 0: o.with_canonical_streams(1).with_max_open_shards(1).with_run_length(1); break;
-    case 1: o.with_canonical_streams(4).with_max_open_shards(2).with_run_length(2); break;
-    case 2: o.with_canonical_streams(3).with_max_open_shards(3).with_run_length(1); break;
-    default: o.with_canonical_streams(5).with_max_open_shards(2).with_run_length(3).with_shuffle(variant % 8 != 3); break;
+    case 0:
+      o.with_canonical_streams(1).with_max_open_shards(1).with_run_length(1);
+      break;
+    case 1:
+      o.with_canonical_streams(4).with_max_open_shards(2).with_run_length(2);
+      break;
+    case 2:
+      o.with_canonical_streams(3).with_max_open_shards(3).with_run_length(1);
+      break;
+    default:
+      o.with_canonical_streams(5).with_max_open_shards(2).with_run_length(3).with_shuffle(variant % 8 != 3);
+      break;
   }
   return o;
 }
@@ -135,7 +143,8 @@ inline std::uint64_t check_plan_against_stream(const StreamingShardSampler& s, s
   }
   REQUIRE(slot == total);
   walked.clear();
-  s.for_each(worker, [&](const ShardSample& x) { walked.push_back(x); }, total / 3, total);  // clipped at the end
+  s.for_each(
+      worker, [&](const ShardSample& x) { walked.push_back(x); }, total / 3, total);  // clipped at the end
   REQUIRE(walked == std::vector<ShardSample>(filled.begin() + static_cast<std::ptrdiff_t>(total / 3), filled.end()));
   for (std::uint64_t first = 0; first < total; first += 1 + first / 3) {
     const std::uint64_t count = std::min<std::uint64_t>(total - first, 1 + (first * 7) % 23);
@@ -179,7 +188,7 @@ inline void check_segment(const std::vector<StreamingShardSampler>& ranks) {
 // Torch's DataLoader over iterable workers, simulated step by step: batch j comes from
 // the next worker in turn that still has samples; returns samples handed out per worker.
 inline std::vector<std::uint64_t> simulate_loader(const std::vector<std::uint64_t>& worker_sizes, std::uint64_t batches,
-                                           std::uint64_t batch_size) {
+                                                  std::uint64_t batch_size) {
   std::vector<std::uint64_t> done(worker_sizes.size(), 0);
   std::size_t w = 0;
   for (std::uint64_t j = 0; j < batches; ++j) {
@@ -193,7 +202,6 @@ inline std::vector<std::uint64_t> simulate_loader(const std::vector<std::uint64_
   }
   return done;
 }
-
 
 }  // namespace shard_test
 

@@ -48,8 +48,9 @@ TEST_CASE("a catalog's total is checked against 64 bits", "[shard][catalog][erro
   CHECK(full.total() == max);
   CHECK(full.locate(max - 1) == ShardSample{2, 4, max - 1, false});
   CHECK_THROWS_AS(ShardCatalog({max, 1}), distsampler::config_error);
-  CHECK_THROWS_WITH(ShardCatalog({max, 1}), "ShardCatalog: total samples overflow 64 bits at shard 1 (size 1 after "
-                                            "18446744073709551615; expected a sum <= 18446744073709551615)");
+  CHECK_THROWS_WITH(ShardCatalog({max, 1}),
+                    "ShardCatalog: total samples overflow 64 bits at shard 1 (size 1 after "
+                    "18446744073709551615; expected a sum <= 18446744073709551615)");
   CHECK_THROWS_WITH(ShardCatalog({2, max - 2, 1}, "Reader"),
                     "Reader: total samples overflow 64 bits at shard 2 (size 1 after 18446744073709551615; expected "
                     "a sum <= 18446744073709551615)");
@@ -69,7 +70,8 @@ TEST_CASE("the layout hash tells shard lists apart and is stable across versions
   const auto options = distsampler::ShardSamplerOptions();
   CHECK(distsampler::shard_order_name(options, ShardCatalog({100, 50, 0, 70})) ==
         "shard-v2 shuffle streams=64 open=8 run=8 window=16 shards=4 layout=0x33ede7b3b73c4b19");
-  CHECK(distsampler::shard_order_name(distsampler::ShardSamplerOptions(options).with_shuffle(false).with_shuffle_window(5),
-                                      ShardCatalog({100, 50, 0, 70})) ==
+  CHECK(distsampler::shard_order_name(
+            distsampler::ShardSamplerOptions(options).with_shuffle(false).with_shuffle_window(5),
+            ShardCatalog({100, 50, 0, 70})) ==
         "shard-v2 noshuffle streams=64 open=8 run=8 window=1 shards=4 layout=0x33ede7b3b73c4b19");
 }

@@ -1,4 +1,4 @@
-// Tests of ShardEpochOrder: an epoch's global order of a sharded dataset (shard shuffle, rotations, lanes, windows, blocks).
+// Tests of ShardEpochOrder: shard shuffle, rotations, lanes, windows and blocks of an epoch's order.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -36,8 +36,8 @@ TEST_CASE("an epoch order is a bijection onto the catalog, a pure function of it
   TestRng rng{5150};
   for (int trial = 0; trial < 60; ++trial) {
     const auto catalog = catalog_of(random_sizes(rng, 20, 50));
-    const auto options = small_options(static_cast<std::uint64_t>(trial), Tail::pad, rng.next())
-                             .with_shuffle_window(1 + rng.below(20));
+    const auto options =
+        small_options(static_cast<std::uint64_t>(trial), Tail::pad, rng.next()).with_shuffle_window(1 + rng.below(20));
     const std::uint64_t epoch = rng.below(4);
     const ShardEpochOrder order(catalog, options, epoch);
     INFO("trial " << trial << " n " << order.size());
@@ -66,18 +66,19 @@ TEST_CASE("an epoch order is a bijection onto the catalog, a pure function of it
 TEST_CASE("unshuffled, lanes and blocks interleave runs of the shards in file order", "[shard][order]") {
   const auto plain = ShardSamplerOptions().with_shuffle(false);
   // One lane, one run per block: the file order itself.
-  const ShardEpochOrder identity(catalog_of({4, 0, 3}), ShardSamplerOptions(plain).with_canonical_streams(1)
-                                                                .with_max_open_shards(1).with_run_length(2), 5);
+  const ShardEpochOrder identity(
+      catalog_of({4, 0, 3}),
+      ShardSamplerOptions(plain).with_canonical_streams(1).with_max_open_shards(1).with_run_length(2), 5);
   CHECK(indices(identity) == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6});
   // Two lanes of three runs of 1 (Q = 0..5, lane 0 = 0 1 2, lane 1 = 3 4 5), blocks of two
   // runs read row-major: 0 3, 1 4, 2 5; the seventh sample is the remainder, in Q order.
-  const auto two_lanes = ShardSamplerOptions(plain).with_canonical_streams(2).with_max_open_shards(2).with_run_length(1);
+  const auto two_lanes =
+      ShardSamplerOptions(plain).with_canonical_streams(2).with_max_open_shards(2).with_run_length(1);
   CHECK(indices(ShardEpochOrder(catalog_of({7}), two_lanes, 0)) == std::vector<std::uint64_t>{0, 3, 1, 4, 2, 5, 6});
   CHECK(indices(ShardEpochOrder(catalog_of({2, 5}), two_lanes, 9)) == std::vector<std::uint64_t>{0, 3, 1, 4, 2, 5, 6});
   // Runs of 2 in two lanes of 4 (lane 0 = 0..3, lane 1 = 4..7), one run per block.
   const auto runs = ShardSamplerOptions(plain).with_canonical_streams(2).with_max_open_shards(1).with_run_length(2);
-  CHECK(indices(ShardEpochOrder(catalog_of({9}), runs, 0)) ==
-        std::vector<std::uint64_t>{0, 1, 4, 5, 2, 3, 6, 7, 8});
+  CHECK(indices(ShardEpochOrder(catalog_of({9}), runs, 0)) == std::vector<std::uint64_t>{0, 1, 4, 5, 2, 3, 6, 7, 8});
 }
 
 TEST_CASE("visiting a span of the order yields its samples as shard ranges", "[shard][order][walk]") {
@@ -156,7 +157,6 @@ TEST_CASE("shard order and within-shard order change every epoch", "[shard][orde
   CHECK(other_seed < 100);
 }
 
-
 namespace {
 
 // Fraction of a shard's records (over all shards) whose next record read from the same
@@ -207,7 +207,8 @@ TEST_CASE("small window permutations are bijections with near-uniform draws", "[
   }
   REQUIRE(counts.size() == 24);
   double chi2 = 0;
-  for (const auto& [code, c] : counts) chi2 += (static_cast<double>(c) - 2000.0) * (static_cast<double>(c) - 2000.0) / 2000.0;
+  for (const auto& [code, c] : counts)
+    chi2 += (static_cast<double>(c) - 2000.0) * (static_cast<double>(c) - 2000.0) / 2000.0;
   CHECK(chi2 < 60);
   // The 128-bit multiply and the portable one agree.
   for (int i = 0; i < 10000; ++i) {
@@ -257,4 +258,3 @@ TEST_CASE("shuffle windows reorder a shard's runs and stay within their window o
   StreamingShardSampler plain(sizes, World(), o);
   CHECK(in_order_successors(plain) > 0.99);
 }
-

@@ -1,4 +1,4 @@
-// Tests of the shard sampler's progress and state: consumers' counts to a SamplerState, resume, and the strong guarantee.
+// Tests of shard progress: consumers' counts to a SamplerState, resume, and the strong guarantee.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -32,8 +32,7 @@ struct Snapshot {
     }
   }
   bool operator==(const Snapshot& o) const {
-    return epoch == o.epoch && start == o.start && remaining == o.remaining && streams == o.streams &&
-           state == o.state;
+    return epoch == o.epoch && start == o.start && remaining == o.remaining && streams == o.streams && state == o.state;
   }
 };
 
@@ -54,7 +53,8 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK(st.ahead == std::vector<distsampler::PositionRange>{{4, 7}, {8, 11}, {12, 15}});
   CHECK(st.consumed_total() == 12);
   CHECK(st.to_text().rfind("distsampler-state v2 dataset_size=220 seed=0 epoch=4 consumed=3 ahead=4-7,8-11,12-15 "
-                           "fingerprint=0x", 0) == 0);
+                           "fingerprint=0x",
+                           0) == 0);
   // At a block boundary of every consumer the state is a plain prefix (version 1).
   const SamplerState at8 = s.state(8);
   CHECK(at8.consumed == 32);
@@ -76,8 +76,7 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   t.resume(SamplerState::from_bytes(bytes.data(), bytes.size()));
   CHECK(t.epoch() == 4);
   CHECK(t.start() == 12);
-  CHECK(t.remaining_ranges() ==
-        std::vector<distsampler::PositionRange>{{3, 4}, {7, 8}, {11, 12}, {15, 220}});
+  CHECK(t.remaining_ranges() == std::vector<distsampler::PositionRange>{{3, 4}, {7, 8}, {11, 12}, {15, 220}});
   // The holes before the first untouched block (3, 7, 11 and 15, up to 16) are read
   // first, one per consumer of the 3; then blocks of 4 from position 15 of the segment.
   CHECK(t.consumer_position(0, 0) == 3);
@@ -98,7 +97,6 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK_THROWS_AS(unshuffled.resume(st), distsampler::state_error);
 }
 
-
 TEST_CASE("stopping points past a stream's end throw config_error", "[shard][progress][errors]") {
   const auto o = ShardSamplerOptions()
                      .with_run_length(2)
@@ -110,8 +108,9 @@ TEST_CASE("stopping points past a stream's end throw config_error", "[shard][pro
   StreamingShardSampler s({100, 51, 0, 70}, World(1, 2), o);
   CHECK_NOTHROW(s.state(56));
   CHECK_THROWS_AS(s.state(57), distsampler::config_error);
-  CHECK_THROWS_WITH(s.state(57), "StreamingShardSampler::state: samples_done 57 exceeds the longest worker stream of "
-                                 "this segment (56 samples)");
+  CHECK_THROWS_WITH(s.state(57),
+                    "StreamingShardSampler::state: samples_done 57 exceeds the longest worker stream of "
+                    "this segment (56 samples)");
   CHECK_THROWS_WITH(s.state(WorkerProgress({1})),
                     "StreamingShardSampler::state: WorkerProgress has 1 entries (expected num_workers = 2)");
   CHECK_THROWS_WITH(s.state(WorkerProgress({56, 0})),
@@ -128,14 +127,19 @@ TEST_CASE("stopping points past a stream's end throw config_error", "[shard][pro
 TEST_CASE("states are stable across versions: the fingerprint of a known layout", "[shard][progress]") {
   // Written by an earlier release: a change here breaks every saved shard checkpoint.
   const StreamingShardSampler s({100, 50, 0, 70}, World());
-  CHECK(s.state(3).to_text() == "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 "
-                                "fingerprint=0x8c375a225a23acd9");
+  CHECK(s.state(3).to_text() ==
+        "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 "
+        "fingerprint=0x8c375a225a23acd9");
 }
 
 TEST_CASE("a resume that throws leaves the sampler reading exactly what it read before", "[shard][progress][errors]") {
   const std::vector<std::uint64_t> sizes{40, 0, 17, 63, 5};
-  const auto o = ShardSamplerOptions().with_seed(7).with_run_length(2).with_max_open_shards(2)
-                     .with_canonical_streams(3).with_num_workers(2);
+  const auto o = ShardSamplerOptions()
+                     .with_seed(7)
+                     .with_run_length(2)
+                     .with_max_open_shards(2)
+                     .with_canonical_streams(3)
+                     .with_num_workers(2);
   StreamingShardSampler s(sizes, World(1, 3), o);
   s.set_epoch(6);
   s.resume(s.state(ConsumerProgress({3, 0, 5, 1, 2, 7})));  // a segment with holes

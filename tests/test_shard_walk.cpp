@@ -24,8 +24,8 @@ TEST_CASE("a walk composes the deal, the segment and the order, and its batched 
   TestRng rng{1234};
   for (int trial = 0; trial < 60; ++trial) {
     const auto catalog = std::make_shared<const ShardCatalog>(random_sizes(rng, 10, 40));
-    const auto options = small_options(static_cast<std::uint64_t>(trial), trial % 2 == 0 ? Tail::pad : Tail::uneven,
-                                       rng.next());
+    const auto options =
+        small_options(static_cast<std::uint64_t>(trial), trial % 2 == 0 ? Tail::pad : Tail::uneven, rng.next());
     const std::uint64_t n = catalog->total(), k_all = 1 + rng.below(5);
     // A resumed segment: a few random consumed ranges.
     std::vector<PositionRange> consumed;

@@ -1,4 +1,4 @@
-// End-to-end tests of StreamingShardSampler: disjoint, covering, balanced, local, hardware-independent and exactly-once on resume.
+// End-to-end tests of StreamingShardSampler: disjoint, covering, balanced, local and exactly-once on resume.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -24,8 +24,8 @@ TEST_CASE("small shard layouts are disjoint, covering and balanced for every wor
       for (std::uint64_t w = 1; w <= 6; ++w) {
         for (std::uint64_t workers = 1; workers <= 3; ++workers) {
           const auto options = small_options(static_cast<std::uint64_t>(layout) + w, tail, rng.next());
-          INFO("layout " << layout << " shards " << sizes.size() << " W " << w << " workers " << workers
-                         << " tail " << distsampler::to_string(tail) << " streams " << options.canonical_streams);
+          INFO("layout " << layout << " shards " << sizes.size() << " W " << w << " workers " << workers << " tail "
+                         << distsampler::to_string(tail) << " streams " << options.canonical_streams);
           const auto ranks = make_ranks(sizes, w, workers, options, static_cast<std::uint64_t>(layout % 3));
           check_segment(ranks);
           for (const auto& s : ranks) {
@@ -98,7 +98,8 @@ TEST_CASE("the global order depends on seed, epoch, shard sizes and options, not
   for (std::uint64_t w = 1; w <= 5; ++w) {
     for (std::uint64_t workers = 1; workers <= 3; ++workers) {
       const auto ranks = make_ranks(sizes, w, workers, o, 3);
-      for (std::uint64_t p = 0; p < n; ++p) REQUIRE(ranks.back().at_global(p).index == order[static_cast<std::size_t>(p)]);
+      for (std::uint64_t p = 0; p < n; ++p)
+        REQUIRE(ranks.back().at_global(p).index == order[static_cast<std::size_t>(p)]);
       // After any equal progress d, the state marks exactly the positions read; at block
       // boundaries of the full rounds, they are a prefix of the order.
       const std::uint64_t longest = ranks.front().worker_size(0);
@@ -116,7 +117,8 @@ TEST_CASE("the global order depends on seed, epoch, shard sizes and options, not
         INFO("W " << w << " workers " << workers << " done " << done << " state " << st.to_text());
         const auto marked = consumed_positions(st);
         for (std::uint64_t p = 0; p < n; ++p) {
-          REQUIRE(marked[static_cast<std::size_t>(p)] == read[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])]);
+          REQUIRE(marked[static_cast<std::size_t>(p)] ==
+                  read[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])]);
         }
         const std::uint64_t k = ranks.front().consumers(), b = ranks.front().block_size();
         if (done % b == 0 && done <= (n / k / b) * b) CHECK(st.ahead.empty());
@@ -124,7 +126,6 @@ TEST_CASE("the global order depends on seed, epoch, shard sizes and options, not
     }
   }
 }
-
 
 TEST_CASE("resuming at random points with other world sizes and worker counts reads each sample exactly once",
           "[shards][resume]") {
@@ -153,7 +154,7 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
           ranks.back().set_epoch(epoch);
         } else {
           ranks.back().resume(rng.below(2) == 0 ? SamplerState::from_text(saved)
-                                                    : SamplerState::from_bytes(SamplerState::from_text(saved).to_bytes()));
+                                                : SamplerState::from_bytes(SamplerState::from_text(saved).to_bytes()));
         }
       }
       const auto& s0 = ranks.front();
@@ -163,7 +164,8 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
         for (const auto& r : s0.remaining_ranges()) {
           for (std::uint64_t p = r.begin; p < r.end; ++p) in_segment[static_cast<std::size_t>(p)] = true;
         }
-        for (std::uint64_t p = 0; p < n; ++p) REQUIRE(in_segment[static_cast<std::size_t>(p)] == !read_pos[static_cast<std::size_t>(p)]);
+        for (std::uint64_t p = 0; p < n; ++p)
+          REQUIRE(in_segment[static_cast<std::size_t>(p)] == !read_pos[static_cast<std::size_t>(p)]);
       }
       // The read plan still replays the stream with at most max_open_shards ranges open,
       // also when the segment has holes.
@@ -205,8 +207,10 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
           std::uint64_t total = 0;
           for (const auto size : rank_sizes[static_cast<std::size_t>(r)]) total += (size + batch - 1) / batch;
           const auto per = simulate_loader(rank_sizes[static_cast<std::size_t>(r)], std::min(batches, total), batch);
-          if (batches <= total) CHECK(distsampler::loader_worker_done(ranks[static_cast<std::size_t>(r)], batches, batch) == per);
-          for (std::uint64_t wk = 0; wk < workers; ++wk) done[static_cast<std::size_t>(wk * w + r)] = per[static_cast<std::size_t>(wk)];
+          if (batches <= total)
+            CHECK(distsampler::loader_worker_done(ranks[static_cast<std::size_t>(r)], batches, batch) == per);
+          for (std::uint64_t wk = 0; wk < workers; ++wk)
+            done[static_cast<std::size_t>(wk * w + r)] = per[static_cast<std::size_t>(wk)];
         }
         state = distsampler::state_after_batches(ranks[static_cast<std::size_t>(rng.below(w))], batches, batch);
       }
@@ -270,7 +274,6 @@ TEST_CASE("with the same world and workers, every stream continues exactly where
     }
   }
 }
-
 
 TEST_CASE("totals up to 2^64 - 1 are accepted and larger ones rejected", "[shards]") {
   const std::uint64_t max = UINT64_MAX;
@@ -338,7 +341,8 @@ TEST_CASE("bad configuration throws config_error naming the parameter", "[shards
                     "StreamingShardSampler: max_open_shards 8 * run_length 18446744073709551615 overflows 64 bits "
                     "(expected a block size <= 18446744073709551615)");
   StreamingShardSampler s(sizes, World(), ShardSamplerOptions().with_num_workers(2));
-  CHECK_THROWS_WITH(s.worker_size(2), "StreamingShardSampler: worker 2 is out of range for num_workers 2 (expected 0..1)");
+  CHECK_THROWS_WITH(s.worker_size(2),
+                    "StreamingShardSampler: worker 2 is out of range for num_workers 2 (expected 0..1)");
   CHECK_THROWS_AS(s.sample(0, 100), std::out_of_range);
   CHECK_THROWS_WITH(s.sample(0, 4), "StreamingShardSampler::sample: position 4 is out of range for worker_size 4");
   ShardSample out[4];

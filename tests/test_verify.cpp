@@ -94,7 +94,8 @@ TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[ver
   for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
     o.tail = tail;
     const auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
-      distsampler::StreamingShardSampler s(sizes, w, distsampler::ShardSamplerOptions(o).with_num_workers(5));  // 20 consumers
+      // 20 consumers.
+      distsampler::StreamingShardSampler s(sizes, w, distsampler::ShardSamplerOptions(o).with_num_workers(5));
       s.set_epoch(2);
       return s;
     });
@@ -124,7 +125,8 @@ TEST_CASE("check_shard_samplers refuses inconsistent samplers with a message", "
                     }),
                     "check_shard_samplers: world_size is 0 (expected at least 1)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(sizes, w, distsampler::ShardSamplerOptions().with_num_workers(1 + w.rank));
+                      return distsampler::StreamingShardSampler(
+                          sizes, w, distsampler::ShardSamplerOptions().with_num_workers(1 + w.rank));
                     }),
                     "check_shard_samplers: the sampler made for rank 1 has num_workers 2 (expected 1)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World) {

@@ -65,9 +65,12 @@ class BlockDeal {
   /// first extra() read one more.
   [[nodiscard]] constexpr std::uint64_t size(std::uint64_t k) const noexcept {
     switch (tail_) {
-      case Tail::pad: return front_ + even_ + (extra_ != 0 ? 1 : 0);
-      case Tail::drop: return front_ + even_;
-      case Tail::uneven: return front_ + even_ + (k < extra_ ? 1 : 0);
+      case Tail::pad:
+        return front_ + even_ + (extra_ != 0 ? 1 : 0);
+      case Tail::drop:
+        return front_ + even_;
+      case Tail::uneven:
+        return front_ + even_ + (k < extra_ ? 1 : 0);
     }
     return front_ + even_;
   }
@@ -138,8 +141,8 @@ class BlockDeal {
   }
 
  private:
-  std::uint64_t kk_ = 1;       // K consumers
-  std::uint64_t b_ = 1;        // block size
+  std::uint64_t kk_ = 1;  // K consumers
+  std::uint64_t b_ = 1;   // block size
   Tail tail_ = Tail::pad;
   std::uint64_t front_ = 0;    // F
   std::uint64_t base_ = 0;     // F * K: where the dealt part starts

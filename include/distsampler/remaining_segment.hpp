@@ -37,8 +37,7 @@ class RemainingSegment {
   /// The complement of `consumed` (G ranges, any order, overlaps allowed) in [0, total),
   /// with the lead measured in blocks of `block_size` (>= 1). Throws config_error when a
   /// range is reversed or ends past `total`.
-  RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size)
-      : total_(total) {
+  RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size) : total_(total) {
     for (const PositionRange& r : consumed) {
       if (r.begin > r.end || r.end > total) {
         detail::throw_config_error("RemainingSegment: consumed range [" + std::to_string(r.begin) + ", " +
@@ -118,8 +117,9 @@ class RemainingSegment {
     }
     if (total_ > g) all.push_back(PositionRange{g, total_});
     for (const PositionRange& x : segment_consumed) {
-      for_each_piece(x.begin, x.end - x.begin,
-                     [&](std::uint64_t at, std::uint64_t length) { all.push_back(PositionRange{at, at + length}); });
+      for_each_piece(x.begin, x.end - x.begin, [&](std::uint64_t at, std::uint64_t length) {
+        all.push_back(PositionRange{at, at + length});
+      });
     }
     detail::merge_ranges(all);
     return all;

@@ -52,9 +52,9 @@ class ShardCatalog {
     std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, static_cast<std::uint64_t>(sizes_.size()));
     for (std::size_t s = 0; s < sizes_.size(); ++s) {
       if (sizes_[s] > UINT64_MAX - total_) {
-        detail::throw_config_error(std::string(who) + ": total samples overflow 64 bits at shard " +
-                                   std::to_string(s) + " (size " + std::to_string(sizes_[s]) + " after " +
-                                   std::to_string(total_) + "; expected a sum <= " + std::to_string(UINT64_MAX) + ")");
+        detail::throw_config_error(std::string(who) + ": total samples overflow 64 bits at shard " + std::to_string(s) +
+                                   " (size " + std::to_string(sizes_[s]) + " after " + std::to_string(total_) +
+                                   "; expected a sum <= " + std::to_string(UINT64_MAX) + ")");
       }
       offsets_[s] = total_;
       total_ += sizes_[s];
@@ -91,8 +91,8 @@ class ShardCatalog {
   [[nodiscard]] ShardSample locate(std::uint64_t index) const {
     if (index >= total_) detail::throw_out_of_range("ShardCatalog::locate", "index", index, "total", total_);
     // The last shard starting at or before `index` is non-empty: the next one starts after it.
-    const auto j = static_cast<std::size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), index) -
-                                            offsets_.begin() - 1);
+    const auto j =
+        static_cast<std::size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), index) - offsets_.begin() - 1);
     return ShardSample{static_cast<std::uint64_t>(j), index - offsets_[j], index, false};
   }
 

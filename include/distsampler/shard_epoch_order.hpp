@@ -1,4 +1,4 @@
-// distsampler ShardEpochOrder: the shard sampler's permutation layer, an epoch's global order of a sharded dataset.
+// distsampler ShardEpochOrder: an epoch's global order of a sharded dataset (the shard permutation layer).
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_SHARD_EPOCH_ORDER_HPP
 #define DISTSAMPLER_SHARD_EPOCH_ORDER_HPP
@@ -43,8 +43,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// platform. Immutable: const members may run concurrently.
 class ShardEpochOrder {
  public:
-  ShardEpochOrder(std::shared_ptr<const ShardCatalog> catalog, const ShardSamplerOptions& options,
-                  std::uint64_t epoch)
+  ShardEpochOrder(std::shared_ptr<const ShardCatalog> catalog, const ShardSamplerOptions& options, std::uint64_t epoch)
       : catalog_(std::move(catalog)), options_(options), epoch_(epoch) {
     detail::validate_order_options(options_, "ShardEpochOrder");
     const std::uint64_t n = catalog_->total();
@@ -178,7 +177,8 @@ class ShardEpochOrder {
   void visit_sequence(std::uint64_t q0, std::uint64_t q1, std::uint64_t slot, std::uint64_t stride, Sink& sink) const {
     std::uint64_t q = q0;
     while (q < q1) {
-      const auto j = static_cast<std::size_t>(std::upper_bound(prefix_.begin(), prefix_.end(), q) - prefix_.begin() - 1);
+      const auto j =
+          static_cast<std::size_t>(std::upper_bound(prefix_.begin(), prefix_.end(), q) - prefix_.begin() - 1);
       const std::uint64_t shard = order_[j], size = catalog_->shard_size(shard);
       const std::uint64_t piece_end = std::min(q1, prefix_[j + 1]);
       const std::uint64_t off = rotate(q - prefix_[j], rotation(shard), size);
@@ -195,9 +195,9 @@ class ShardEpochOrder {
   ShardSamplerOptions options_;
   std::uint64_t epoch_ = 0;
   std::uint64_t epoch_key_ = 0;
-  std::uint64_t lane_length_ = 0;    // samples per lane
-  std::uint64_t regular_ = 0;        // positions in whole blocks
-  std::uint64_t leftover_runs_ = 0;  // lane runs after the last whole block
+  std::uint64_t lane_length_ = 0;      // samples per lane
+  std::uint64_t regular_ = 0;          // positions in whole blocks
+  std::uint64_t leftover_runs_ = 0;    // lane runs after the last whole block
   std::vector<std::uint64_t> order_;   // order_[j] = the shard read j-th
   std::vector<std::uint64_t> prefix_;  // prefix_[j] = samples in order_[0..j)
 };

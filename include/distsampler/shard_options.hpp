@@ -112,8 +112,8 @@ inline void validate_order_options(const ShardSamplerOptions& o, std::string_vie
   }
   if (o.run_length > UINT64_MAX / o.max_open_shards) {
     throw_config_error(w + "max_open_shards " + std::to_string(o.max_open_shards) + " * run_length " +
-                       std::to_string(o.run_length) + " overflows 64 bits (expected a block size <= " +
-                       std::to_string(UINT64_MAX) + ")");
+                       std::to_string(o.run_length) +
+                       " overflows 64 bits (expected a block size <= " + std::to_string(UINT64_MAX) + ")");
   }
 }
 
@@ -125,8 +125,8 @@ inline void validate_shard_options(const ShardSamplerOptions& o, std::uint64_t w
   if (o.num_workers == 0) throw_config_error(w + "num_workers is 0 (expected at least 1)");
   if (world_size != 0 && o.num_workers > UINT64_MAX / world_size) {
     throw_config_error(w + "world_size " + std::to_string(world_size) + " * num_workers " +
-                       std::to_string(o.num_workers) + " overflows 64 bits (expected a product <= " +
-                       std::to_string(UINT64_MAX) + ")");
+                       std::to_string(o.num_workers) +
+                       " overflows 64 bits (expected a product <= " + std::to_string(UINT64_MAX) + ")");
   }
   if (o.tail != Tail::pad && o.tail != Tail::drop && o.tail != Tail::uneven) {
     throw_config_error(w + "tail " + std::to_string(static_cast<int>(o.tail)) +

@@ -58,8 +58,7 @@ namespace detail {
   const std::uint64_t k = walk.consumers(), longest = walk.size(0);
   if (samples_done > longest) {
     throw_config_error(std::string(who) + ": samples_done " + std::to_string(samples_done) +
-                       " exceeds the longest worker stream of this segment (" + std::to_string(longest) +
-                       " samples)");
+                       " exceeds the longest worker stream of this segment (" + std::to_string(longest) + " samples)");
   }
   std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
   for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = std::min(samples_done, walk.size(c));

@@ -92,15 +92,15 @@ class ShardWalk {
   /// batched form of sample(), identical results, each run walked once.
   void fill(std::uint64_t k, std::uint64_t first, std::uint64_t count, ShardSample* out) const noexcept {
     const ShardCatalog& cat = catalog();
-    visit_ranges(k, first, first + count,
-                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot,
-                     std::uint64_t stride) {
-                   const std::uint64_t base = cat.shard_offset(shard);
-                   ShardSample* at = out + (slot - first);
-                   for (std::uint64_t t = 0; t < length; ++t, at += stride) {
-                     *at = ShardSample{shard, begin + t, base + begin + t, false};
-                   }
-                 });
+    visit_ranges(
+        k, first, first + count,
+        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot, std::uint64_t stride) {
+          const std::uint64_t base = cat.shard_offset(shard);
+          ShardSample* at = out + (slot - first);
+          for (std::uint64_t t = 0; t < length; ++t, at += stride) {
+            *at = ShardSample{shard, begin + t, base + begin + t, false};
+          }
+        });
     // Only the tail slot can be padding.
     const std::uint64_t tail_slot = deal_.tail_slot();
     if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(k, tail_slot)) {
@@ -127,7 +127,9 @@ class ShardWalk {
     std::vector<ShardRange> out;
     visit_ranges(k, first, last,
                  [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot,
-                     std::uint64_t /*stride*/) { out.push_back(ShardRange{shard, begin, begin + length, slot}); });
+                     std::uint64_t /*stride*/) {
+                   out.push_back(ShardRange{shard, begin, begin + length, slot});
+                 });
     // Blocks occupy consecutive slots, so sorting by first slot orders each block's
     // interleaved ranges by first read and keeps blocks in order.
     std::sort(out.begin(), out.end(),

@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
     // Rank 1 passes one count too many.
     const std::string counts = error_of(sampler, workers + (world.rank == 1 ? 1 : 0));
     // Rank 1 has one worker more than rank 0.
-    const ds::StreamingShardSampler more(layout(), world, options().with_num_workers(workers + (world.rank == 1 ? 1 : 0)));
+    const ds::StreamingShardSampler more(layout(), world,
+                                         options().with_num_workers(workers + (world.rank == 1 ? 1 : 0)));
     const std::string more_workers = error_of(more, workers + (world.rank == 1 ? 1 : 0));
     // Rank 1 built its sampler as rank 0 (LOCAL_RANK used as rank, say).
     const ds::StreamingShardSampler wrong(layout(), ds::World(world.rank == 1 ? 0 : world.rank, world.world_size),
