@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <distsampler/shard_stream.hpp>
@@ -104,4 +105,26 @@ TEST_CASE("iterator equality: positions within a stream, every end equal to ever
   const StreamingShardSampler empty(std::vector<std::uint64_t>{0, 0}, World());
   CHECK(empty.stream(0).begin() == empty.stream(0).end());
   CHECK_THROWS_WITH(s.stream(1), "StreamingShardSampler: worker 1 is out of range for num_workers 1 (expected 0..0)");
+}
+
+TEST_CASE("moved-from samplers, streams and iterators stay valid and unchanged", "[shard][stream]") {
+  StreamingShardSampler s(sizes, World(1, 2), ShardSamplerOptions().with_num_workers(2));
+  s.set_epoch(3);
+  const auto expected = read_all(s, 1);
+  StreamingShardSampler moved(std::move(s));
+  CHECK(read_all(moved, 1) == expected);
+  // Moving copies: the moved-from objects are documented to stay valid and unchanged.
+  CHECK(read_all(s, 1) == expected);
+  CHECK(s.epoch() == 3);
+  auto stream = moved.stream(1);
+  auto it = stream.begin();
+  const auto taken_stream = std::move(stream);
+  const auto taken_it = std::move(it);
+  CHECK(stream.size() == expected.size());
+  CHECK(*it == expected.front());
+  CHECK(*taken_it == expected.front());
+  std::uint64_t n = 0;
+  for (auto at = stream.begin(); at != stream.end(); ++at) ++n;
+  CHECK(n == expected.size());
+  CHECK(taken_stream.size() == expected.size());
 }

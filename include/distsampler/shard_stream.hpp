@@ -35,6 +35,10 @@ class ShardStreamIterator {
   static constexpr std::uint64_t chunk = 64;
 
   ShardStreamIterator() = default;
+  // Copy only: a moved-from iterator keeps its segment, so it stays valid.
+  ShardStreamIterator(const ShardStreamIterator&) = default;
+  ShardStreamIterator& operator=(const ShardStreamIterator&) = default;
+  ~ShardStreamIterator() = default;
   /// Slot i of consumer k of `walk` (i <= end <= walk->size(k)).
   ShardStreamIterator(std::shared_ptr<const ShardWalk> walk, std::uint64_t k, std::uint64_t i, std::uint64_t end)
       : walk_(std::move(walk)), k_(k), i_(i), first_(i), end_(end) {
@@ -84,6 +88,10 @@ class ShardStreamIterator {
 class ShardWorkerStream {
  public:
   ShardWorkerStream(std::shared_ptr<const ShardWalk> walk, std::uint64_t k) noexcept : walk_(std::move(walk)), k_(k) {}
+  // Copy only: a moved-from stream keeps its segment, so it stays valid.
+  ShardWorkerStream(const ShardWorkerStream&) = default;
+  ShardWorkerStream& operator=(const ShardWorkerStream&) = default;
+  ~ShardWorkerStream() = default;
 
   [[nodiscard]] ShardStreamIterator begin() const { return ShardStreamIterator(walk_, k_, 0, size()); }
   [[nodiscard]] ShardStreamIterator end() const { return ShardStreamIterator(walk_, k_, size(), size()); }

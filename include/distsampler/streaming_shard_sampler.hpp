@@ -81,6 +81,12 @@ class StreamingShardSampler {
     resume(state);
   }
 
+  /// Copies share the immutable catalog and segment. There is no separate move: moving
+  /// copies, so a moved-from sampler stays valid and unchanged (two reference counts).
+  StreamingShardSampler(const StreamingShardSampler&) = default;
+  StreamingShardSampler& operator=(const StreamingShardSampler&) = default;
+  ~StreamingShardSampler() = default;
+
   /// Selects the epoch and starts it from its beginning. O(shards). Strong guarantee.
   void set_epoch(std::uint64_t epoch) { walk_ = fresh(epoch); }
 
