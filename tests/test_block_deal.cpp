@@ -128,3 +128,13 @@ TEST_CASE("the consumed ranges of a deal are exactly the positions the consumers
     CHECK(d.consumed(done) == expected);
   }
 }
+
+TEST_CASE("a deal refuses no consumers, empty blocks and a lead past the segment", "[shard][deal][errors]") {
+  CHECK_THROWS_AS(BlockDeal(10, 0, 0, 4, Tail::pad), distsampler::config_error);
+  CHECK_THROWS_WITH(BlockDeal(10, 0, 0, 4, Tail::pad), "BlockDeal: consumers is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(BlockDeal(10, 0, 2, 0, Tail::pad), "BlockDeal: block_size is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(BlockDeal(10, 11, 2, 4, Tail::pad),
+                    "BlockDeal: lead 11 exceeds remaining 10 (expected lead <= remaining)");
+  CHECK_NOTHROW(BlockDeal(10, 10, 2, 4, Tail::pad));
+  CHECK(BlockDeal().size(0) == 0);
+}

@@ -61,7 +61,8 @@ TEST_CASE("a segment maps its pieces and its consumed positions back to the epoc
   CHECK(RemainingSegment(9).epoch_consumed({{2, 4}, {4, 5}}) == std::vector<PositionRange>{{2, 5}});
 }
 
-TEST_CASE("a segment refuses consumed ranges outside the epoch", "[shard][segment][errors]") {
+TEST_CASE("a segment refuses consumed ranges outside the epoch and blocks of 0", "[shard][segment][errors]") {
+  CHECK_THROWS_WITH(RemainingSegment(10, {}, 0), "RemainingSegment: block_size is 0 (expected at least 1)");
   CHECK_THROWS_AS(RemainingSegment(10, {{3, 12}}, 4), distsampler::config_error);
   CHECK_THROWS_WITH(RemainingSegment(10, {{3, 12}}, 4),
                     "RemainingSegment: consumed range [3, 12) is not within the epoch's 10 positions (expected begin "

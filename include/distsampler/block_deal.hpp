@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "detail/position_ranges.hpp"
+#include "error.hpp"
 #include "partition.hpp"
 #include "state.hpp"
 #include "version.hpp"
@@ -30,14 +32,22 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// After an equal stop inside the full rounds, resumed with the same K, each front is the
 /// rest of the consumer's own block, so every stream continues where it stopped.
 ///
-/// Preconditions (unchecked): consumers >= 1, block_size >= 1, lead <= remaining.
-/// Everything is O(1) except consumed(), O(K + ranges). Never throws except bad_alloc.
+/// The constructor throws config_error for consumers or block_size 0, or lead >
+/// remaining; members taking a consumer k or slot i do not check them (k < consumers(),
+/// i < size(k)). Everything is O(1) except consumed(), O(K + ranges). Immutable: const
+/// members may run concurrently.
 class BlockDeal {
  public:
   constexpr BlockDeal() noexcept = default;
   constexpr BlockDeal(std::uint64_t remaining, std::uint64_t lead, std::uint64_t consumers, std::uint64_t block_size,
-                      Tail tail) noexcept
+                      Tail tail)
       : kk_(consumers), b_(block_size), tail_(tail) {
+    if (consumers == 0) detail::throw_config_error("BlockDeal: consumers is 0 (expected at least 1)");
+    if (block_size == 0) detail::throw_config_error("BlockDeal: block_size is 0 (expected at least 1)");
+    if (lead > remaining) {
+      detail::throw_config_error("BlockDeal: lead " + std::to_string(lead) + " exceeds remaining " +
+                                 std::to_string(remaining) + " (expected lead <= remaining)");
+    }
     front_ = lead / kk_;
     base_ = front_ * kk_;
     r_ = remaining - base_;

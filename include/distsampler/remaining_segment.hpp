@@ -35,9 +35,10 @@ class RemainingSegment {
   explicit RemainingSegment(std::uint64_t total) : RemainingSegment(total, {}, 1) {}
 
   /// The complement of `consumed` (G ranges, any order, overlaps allowed) in [0, total),
-  /// with the lead measured in blocks of `block_size` (>= 1). Throws config_error when a
-  /// range is reversed or ends past `total`.
+  /// with the lead measured in blocks of `block_size`. Throws config_error for block_size
+  /// 0, or when a range is reversed or ends past `total`.
   RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size) : total_(total) {
+    if (block_size == 0) detail::throw_config_error("RemainingSegment: block_size is 0 (expected at least 1)");
     for (const PositionRange& r : consumed) {
       if (r.begin > r.end || r.end > total) {
         detail::throw_config_error("RemainingSegment: consumed range [" + std::to_string(r.begin) + ", " +

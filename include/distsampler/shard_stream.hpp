@@ -24,7 +24,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// (set_epoch, resume, assignment, destruction). An iterator at its end compares equal to
 /// every iterator at its end, so a loop over an old iterator against any end() stops.
 /// A default-constructed iterator is at its end. Dereferencing an iterator at its end is
-/// undefined, as for standard iterators.
+/// undefined, as for standard iterators. Thread-safety: one iterator per thread; distinct
+/// iterators over one segment may run concurrently (the segment is immutable).
 class ShardStreamIterator {
  public:
   using iterator_category = std::input_iterator_tag;
