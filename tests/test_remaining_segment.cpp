@@ -43,6 +43,15 @@ TEST_CASE("a resumed segment is the complement of the consumed ranges, with hole
   const RemainingSegment same(220, {{12, 15}, {9, 10}, {0, 3}, {5, 5}, {8, 11}, {2, 3}, {4, 7}}, 4);
   CHECK(same.ranges() == s.ranges());
   CHECK(same.lead() == 4);
+  // The same from a state: prefix [0, 3) and the ranges ahead.
+  distsampler::SamplerState st;
+  st.dataset_size = 220;
+  st.consumed = 3;
+  st.ahead = {{4, 7}, {8, 11}, {12, 15}};
+  const RemainingSegment after = RemainingSegment::after(st, 4);
+  CHECK(after.ranges() == s.ranges());
+  CHECK(after.lead() == 4);
+  CHECK(after.total() == 220);
   // A stop in the last, partial block: the lead runs to the end of the epoch.
   CHECK(RemainingSegment(10, {{8, 9}}, 4).lead() == 9);
   // A stop at a block boundary leaves no lead.

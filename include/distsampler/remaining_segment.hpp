@@ -70,6 +70,17 @@ class RemainingSegment {
     }
   }
 
+  /// What a (validated) SamplerState leaves of its epoch: the complement of its prefix
+  /// [0, consumed) and its ahead ranges in [0, dataset_size). Throws config_error as the
+  /// constructor does.
+  [[nodiscard]] static RemainingSegment after(const SamplerState& state, std::uint64_t block_size) {
+    std::vector<PositionRange> consumed;
+    consumed.reserve(state.ahead.size() + 1);
+    if (state.consumed != 0) consumed.push_back(PositionRange{0, state.consumed});
+    consumed.insert(consumed.end(), state.ahead.begin(), state.ahead.end());
+    return RemainingSegment(state.dataset_size, std::move(consumed), block_size);
+  }
+
   /// N, the epoch's positions.
   [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
   /// Positions in the segment.

@@ -98,10 +98,8 @@ class StreamingShardSampler {
   void resume(const SamplerState& state) {
     const std::string engine = engine_name();
     state.validate(detail::shard_state_key(walk_->order(), engine), "StreamingShardSampler::resume");
-    std::vector<PositionRange> done = state.ahead;
-    if (state.consumed != 0) done.insert(done.begin(), PositionRange{0, state.consumed});
     ShardEpochOrder order(catalog_, options_, state.epoch);
-    RemainingSegment segment(catalog_->total(), std::move(done), options_.block_size());
+    RemainingSegment segment = RemainingSegment::after(state, options_.block_size());
     walk_ = std::make_shared<const ShardWalk>(std::move(order), std::move(segment), consumers(), options_.tail);
   }
 
