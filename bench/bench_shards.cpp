@@ -13,7 +13,8 @@ namespace {
 std::vector<std::uint64_t> big_layout() { return std::vector<std::uint64_t>(100000, 100000); }
 
 void BM_ShardPlanEpoch(benchmark::State& state) {
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, {});
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
   std::uint64_t epoch = 0;
   for (auto _ : state) {
     s.set_epoch(++epoch);  // shuffles 10^5 shards and rebuilds the prefix sums
@@ -25,7 +26,8 @@ BENCHMARK(BM_ShardPlanEpoch)->Unit(benchmark::kMillisecond);
 void BM_ShardConstruct(benchmark::State& state) {
   const auto sizes = big_layout();
   for (auto _ : state) {
-    distsampler::StreamingShardSampler s(sizes, distsampler::World(3, 64), 8, {});
+    distsampler::StreamingShardSampler s(sizes, distsampler::World(3, 64),
+                                         distsampler::ShardSamplerOptions().with_num_workers(8));
     benchmark::DoNotOptimize(s.dataset_size());
   }
 }
@@ -36,9 +38,9 @@ BENCHMARK(BM_ShardConstruct)->Unit(benchmark::kMillisecond);
 distsampler::StreamingShardSampler stream_sampler(const benchmark::State& state) {
   distsampler::ShardSamplerOptions o;
   o.shuffle_window = static_cast<std::uint64_t>(state.range(0));
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, o);
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), o.with_num_workers(8));
   s.set_epoch(1);
-  if (state.range(1) != 0) s.load_state(s.state(1000003));
+  if (state.range(1) != 0) s.resume(s.state(1000003));
   return s;
 }
 
@@ -96,7 +98,8 @@ BENCHMARK(BM_ShardReadPlanPerBlock)->ArgNames({"window", "resumed"})->Args({1, 0
 
 void BM_ShardStateMidBlock(benchmark::State& state) {
   // 512 consumers stopped 3 samples into a block: a state with 512 ranges.
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64), 8, {});
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
   s.set_epoch(1);
   for (auto _ : state) benchmark::DoNotOptimize(s.state(1000003));
 }

@@ -103,7 +103,7 @@ void within_shard_table() {
       o.run_length = run;
       o.max_open_shards = run == 8 ? 8 : 64;
       o.shuffle_window = window;
-      distsampler::StreamingShardSampler s(sizes, distsampler::World(0, ranks), 1, o);
+      distsampler::StreamingShardSampler s(sizes, distsampler::World(0, ranks), o);
       s.set_epoch(1);
       std::vector<std::uint64_t> order, rank0;
       for (std::uint64_t p = 0; p < n; ++p) order.push_back(s.at_global(p).index);
@@ -147,7 +147,7 @@ int main() {
       o.run_length = run;
       std::vector<std::vector<std::uint64_t>> streams;
       for (std::uint64_t r = 0; r < ranks; ++r) {
-        distsampler::StreamingShardSampler s(sizes, distsampler::World(r, ranks), 1, o);
+        distsampler::StreamingShardSampler s(sizes, distsampler::World(r, ranks), o);
         s.set_epoch(1);
         std::vector<std::uint64_t> v;
         for (const auto x : s.stream(0)) v.push_back(x.index);

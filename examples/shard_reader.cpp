@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/loader_round_robin.hpp>
 
 namespace {
 
@@ -88,12 +88,12 @@ class ShardFiles {
 int read_rank(const std::string& dir, const std::string& segment, std::uint64_t workers, const std::string& stop,
               const std::string& state_in) {
   const auto world = distsampler::World::from_env();
-  distsampler::StreamingShardSampler sampler(shard_sizes, world, workers, demo_options());
+  distsampler::StreamingShardSampler sampler(shard_sizes, world, demo_options().with_num_workers(workers));
   if (!state_in.empty()) {
     std::ifstream in(state_in);
     std::string text;
     std::getline(in, text);
-    sampler.load_state(distsampler::SamplerState::from_text(text));
+    sampler.resume(distsampler::SamplerState::from_text(text));
   } else {
     sampler.set_epoch(3);
   }
@@ -107,7 +107,7 @@ int read_rank(const std::string& dir, const std::string& segment, std::uint64_t 
     if (x == std::string::npos) throw std::invalid_argument("STOP must be \"all\" or BxS, got \"" + stop + "\"");
     batches = std::stoull(stop.substr(0, x));
     batch_size = std::stoull(stop.substr(x + 1));
-    done = sampler.loader_worker_done(batches, batch_size);
+    done = distsampler::loader_worker_done(sampler, batches, batch_size);
   }
   std::vector<std::thread> threads;
   for (std::uint64_t w = 0; w < workers; ++w) {
@@ -129,8 +129,8 @@ int read_rank(const std::string& dir, const std::string& segment, std::uint64_t 
   }
   for (auto& t : threads) t.join();
   if (stop != "all" && world.rank == 0) {
-    std::ofstream(dir + "/state-" + segment + ".txt") << sampler.state_after_batches(batches, batch_size).to_text()
-                                                      << '\n';
+    std::ofstream(dir + "/state-" + segment + ".txt")
+        << distsampler::state_after_batches(sampler, batches, batch_size).to_text() << '\n';
   }
   std::cout << "rank " << world.rank << " of " << world.world_size << ": " << workers << " workers read";
   for (const auto d : done) std::cout << ' ' << d;

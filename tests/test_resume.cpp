@@ -374,3 +374,31 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
   CHECK(kept.start() == 0);
   CHECK(kept.size() == 333);
 }
+
+TEST_CASE("States written by the previous release still resume where the order is unchanged", "[resume][state]") {
+  // Made by the previous release (DistributedSampler<> with seed 42, pad, epoch 3, rank 0 of
+  // 2 after 2 samples; and a batch sampler after 3 steps). FeistelPermutation's format 2
+  // changed only orders of at most 16 values, so the large state resumes and the small one
+  // is refused with the reason.
+  const SamplerState large = SamplerState::from_text(
+      "distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=4 fingerprint=0xa40f871ada884b97");
+  DistributedSampler<> resumed(1000, World(1, 3), SamplerOptions().with_seed(42));
+  resumed.resume(large);
+  CHECK(resumed.epoch() == 3);
+  CHECK(resumed.start() == 4);
+
+  const SamplerState small = SamplerState::from_text(
+      "distsampler-state v1 dataset_size=10 seed=42 epoch=3 consumed=4 fingerprint=0xb2e62b56db67cce9");
+  DistributedSampler<> tiny(10, World(0, 2), SamplerOptions().with_seed(42));
+  CHECK_THROWS_WITH(tiny.resume(small),
+                    Catch::Matchers::Contains("engine differs (state feistel/1, sampler feistel/2; version 1 and 2 "
+                                              "states were written by version 1 of their engine"));
+  CHECK(tiny.start() == 0);
+
+  const SamplerState batch = SamplerState::from_text(
+      "distsampler-state v1 dataset_size=1000 seed=42 epoch=0 consumed=48 fingerprint=0x525b3db9088c6bc8");
+  DistributedBatchSampler<> batches(
+      1000, World(0, 4), BatchSamplerOptions().with_micro_batch_size(2).with_accumulation_steps(1).with_seed(42));
+  batches.resume(batch);
+  CHECK(batches.start() == 48);
+}

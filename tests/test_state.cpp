@@ -37,9 +37,9 @@ SamplerState ahead_state() {
 }
 
 // The keys of the version-3 states below (tests/golden/state_v3.py computes their forms).
-const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false};
+const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false, {}, false};
 const StateKey shard_key{"shard",       1000, 42, true, Tail::drop, "shard-v2 shuffle", 2, 0x0123456789abcdefu,
-                         "shard sizes", true};
+                         "shard sizes", true, {}, false};
 
 // A version-3 state: sample_state()'s positions saved by a sampler with `key`.
 SamplerState keyed_state(const StateKey& key = batch_key) {

@@ -94,7 +94,8 @@ TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[ver
   for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
     o.tail = tail;
     const auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
-      distsampler::StreamingShardSampler s(sizes, w, 5, o);  // 20 consumers
+      // 20 consumers.
+      distsampler::StreamingShardSampler s(sizes, w, distsampler::ShardSamplerOptions(o).with_num_workers(5));
       s.set_epoch(2);
       return s;
     });
@@ -109,7 +110,7 @@ TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[ver
   o.tail = Tail::pad;
   // The classic bug: every rank builds rank 0's sampler.
   const auto broken = distsampler::check_shard_samplers(3, [&](distsampler::World w) {
-    return distsampler::StreamingShardSampler(sizes, distsampler::World(0, w.world_size), 2, o);
+    return distsampler::StreamingShardSampler(sizes, distsampler::World(0, w.world_size), o.with_num_workers(2));
   });
   CHECK_FALSE(broken.ok());
   // 6 consumers of 42: ranks 1 and 2 re-read rank 0's 84 samples; 168 are never read.
@@ -120,26 +121,27 @@ TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[ver
 TEST_CASE("check_shard_samplers refuses inconsistent samplers with a message", "[verify][shards][errors]") {
   const std::vector<std::uint64_t> sizes{10, 20};
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(0, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(sizes, w, 1, {});
+                      return distsampler::StreamingShardSampler(sizes, w);
                     }),
                     "check_shard_samplers: world_size is 0 (expected at least 1)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(sizes, w, 1 + w.rank, {});
+                      return distsampler::StreamingShardSampler(
+                          sizes, w, distsampler::ShardSamplerOptions().with_num_workers(1 + w.rank));
                     }),
                     "check_shard_samplers: the sampler made for rank 1 has num_workers 2 (expected 1)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World) {
-                      return distsampler::StreamingShardSampler(sizes, distsampler::World(0, 3), 1, {});
+                      return distsampler::StreamingShardSampler(sizes, distsampler::World(0, 3));
                     }),
                     "check_shard_samplers: the sampler made for rank 0 has world_size 3 (expected 2)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
                       return distsampler::StreamingShardSampler(w.rank == 0 ? sizes : std::vector<std::uint64_t>{10},
-                                                                w, 1, {});
+                                                                w);
                     }),
                     "check_shard_samplers: the sampler made for rank 1 has dataset_size 10 (expected 30)");
   CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
                       distsampler::ShardSamplerOptions o;
                       o.tail = w.rank == 0 ? Tail::pad : Tail::drop;
-                      return distsampler::StreamingShardSampler(sizes, w, 1, o);
+                      return distsampler::StreamingShardSampler(sizes, w, o);
                     }),
                     "check_shard_samplers: the sampler made for rank 1 has tail drop (expected pad)");
 }

@@ -143,7 +143,8 @@ template <class BatchSampler>
                                                                            std::uint64_t rank) {
   namespace ds = distsampler;
   return library("--shard-sizes/--world/--workers", [&] {
-    ds::StreamingShardSampler made(shard.sizes, ds::World(rank, shard.world_size), shard.workers, shard.options);
+    ds::StreamingShardSampler made(shard.sizes, ds::World(rank, shard.world_size),
+                                   ds::ShardSamplerOptions(shard.options).with_num_workers(shard.workers));
     made.set_epoch(shard.epoch);
     return made;
   });

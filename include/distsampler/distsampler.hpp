@@ -9,6 +9,7 @@
 #include "epoch_order.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
+#include "loader_round_robin.hpp"
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"

@@ -135,6 +135,7 @@ class EpochOrder {
     const EngineIdentity engine = engine_identity<Permutation>(options);
     k.engine = engine.name;
     k.engine_version = engine.format_version;
+    k.legacy_order = keeps_format1_order<Permutation>(dataset_size);
     return k;
   }
 

@@ -74,6 +74,8 @@ class FeistelPermutation {
 
   /// Sizes up to this are shuffled exactly from a small table instead of a Feistel network.
   static constexpr std::uint64_t table_max_size = detail::small_permutation_max;
+  /// Format 2 changed only the exact tables (n <= table_max_size): larger orders are format 1's.
+  [[nodiscard]] static constexpr bool keeps_format1_order(std::uint64_t n) noexcept { return n > table_max_size; }
 
   /// The empty permutation (n = 0).
   constexpr FeistelPermutation() noexcept = default;

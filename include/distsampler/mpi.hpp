@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distsampler.hpp"
@@ -249,7 +250,7 @@ template <class Sampler>
 /// has read `worker_done[w]` samples of its stream: for ranks that are not in lockstep
 /// (each rank passes its own counts). Gathers every rank's counts (an allgather of 3
 /// integers, then of num_workers integers per rank) and returns
-/// `sampler.state_per_consumer(...)`, identical on every rank. Collective over `comm`.
+/// `sampler.state(ConsumerProgress(...))`, identical on every rank. Collective over `comm`.
 /// Throws config_error, on every rank alike, when a rank's sampler is not built for its
 /// MPI rank and size, ranks disagree on num_workers, a rank passes the wrong number of
 /// counts, or a count is past the end of its stream.
@@ -290,7 +291,7 @@ template <class Sampler>
   for (std::uint64_t r = 0; r < w; ++r) {
     for (std::uint64_t k = 0; k < workers; ++k) done[static_cast<std::size_t>(k * w + r)] = all[static_cast<std::size_t>(r * workers + k)];
   }
-  return sampler.state_per_consumer(done);
+  return sampler.state(ConsumerProgress(std::move(done)));
 }
 
 }  // namespace mpi

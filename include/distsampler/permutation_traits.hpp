@@ -106,6 +106,27 @@ struct EngineIdentity {
   std::uint32_t format_version = 0;
 };
 
+namespace detail {
+template <class P, class = void>
+struct has_format1_order : std::false_type {};
+template <class P>
+struct has_format1_order<P, std::void_t<decltype(static_cast<bool>(P::keeps_format1_order(std::uint64_t{})))>>
+    : std::true_type {};
+}  // namespace detail
+
+/// True when engine P's order of n values is the one its format version 1 gave (so states
+/// written before engines recorded their version still describe it): always for a
+/// version-1 engine; else what the engine's optional `static constexpr bool
+/// keeps_format1_order(std::uint64_t n)` says; else false. O(1), noexcept.
+template <class P>
+[[nodiscard]] constexpr bool keeps_format1_order(std::uint64_t n) noexcept {
+  if constexpr (detail::has_format1_order<P>::value) {
+    return P::format_version == 1 || P::keeps_format1_order(n);
+  } else {
+    return P::format_version == 1;
+  }
+}
+
 /// EngineIdentity of engine P with `options`. O(1), noexcept.
 template <class P>
 [[nodiscard]] constexpr EngineIdentity engine_identity(const typename P::options_type& options) noexcept {

@@ -44,6 +44,13 @@ struct StateKey {
   std::uint64_t layout = 0;
   std::string_view layout_name;
   bool accepts_ahead = false;
+  /// The engine name version 1 and 2 states fingerprinted, when it differs from `engine`
+  /// (the shard sampler once folded its layout into the name); empty: `engine`.
+  std::string_view legacy_engine;
+  /// True when this key's order is the one that version 1 and 2 states (which record no
+  /// engine version) describe although engine_version is above 1: the engine's newer
+  /// format left this dataset size's order unchanged. Set by the sampler from the engine.
+  bool legacy_order = false;
 
   /// The engine the order uses: `engine` when shuffled, else "identity".
   [[nodiscard]] constexpr std::string_view order_engine() const noexcept { return shuffle ? engine : "identity"; }
@@ -252,7 +259,7 @@ inline std::uint64_t StateKey::legacy_fingerprint() const noexcept {
   h = detail::hash_field(h, seed);
   h = detail::hash_field(h, shuffle ? std::uint64_t{1} : std::uint64_t{0});
   h = detail::hash_field(h, static_cast<std::uint64_t>(tail));
-  h = detail::hash_field(h, order_engine());
+  h = detail::hash_field(h, shuffle && !legacy_engine.empty() ? legacy_engine : order_engine());
   return detail::mix64(h);
 }
 
@@ -355,7 +362,7 @@ inline void SamplerState::validate_legacy(const StateKey& expected, const std::s
     fail("fingerprint differs: saved by another sampler family, engine or options than " + expected.describe() +
          ", or corrupted");
   }
-  if (expected.order_engine_version() != 1) {
+  if (expected.order_engine_version() != 1 && !(expected.shuffle && expected.legacy_order)) {
     fail("engine differs (state " + std::string(expected.order_engine()) + "/1, sampler " +
          std::string(expected.order_engine()) + "/" + std::to_string(expected.order_engine_version()) +
          "; version 1 and 2 states were written by version 1 of their engine, whose order this one does not keep)");

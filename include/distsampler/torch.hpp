@@ -304,13 +304,14 @@ class TorchBatchSampler : public detail::TorchAdapter {
 /// world size, which may differ (elastic): the rest of the epoch is read exactly once,
 /// and on the same world size every rank continues exactly where it stopped. Load before
 /// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
-/// from the constructor as StreamingShardSampler does, and from reset() for a new dataset
+/// from the constructor as StreamingShardSampler does (options.num_workers is ignored: one
+/// stream), and from reset() for a new dataset
 /// size other than the shards' total; state_error from load.
 class TorchShardSampler : public detail::TorchAdapter {
  public:
   TorchShardSampler(std::vector<std::uint64_t> shard_sizes, World world, ShardSamplerOptions options = {},
                     TorchEpochMode mode = TorchEpochMode::manual)
-      : TorchAdapter(mode), sampler_(std::move(shard_sizes), world, 1, options) {}
+      : TorchAdapter(mode), sampler_(std::move(shard_sizes), world, ShardSamplerOptions(options).with_num_workers(1)) {}
 
   /// As TorchSampler::set_epoch: reaches every copy at its next reset().
   void set_epoch(std::uint64_t epoch) {
@@ -350,7 +351,7 @@ class TorchShardSampler : public detail::TorchAdapter {
 
   void load(torch::serialize::InputArchive& archive) override {
     const SamplerState state = detail::read_state(archive, key, "TorchShardSampler::load");
-    sampler_.load_state(state);
+    sampler_.resume(state);
     loaded(state.epoch, 0);
   }
 

@@ -212,7 +212,7 @@ template <class MakeSampler>
 /// worker * world_size + rank, so "balanced" means every worker stream of every rank has
 /// the same count (Tail::uneven: within one), which is what keeps batch counts equal:
 ///     auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
-///       distsampler::StreamingShardSampler s(shard_sizes, w, /*num_workers=*/2, options);
+///       distsampler::StreamingShardSampler s(shard_sizes, w, options.with_num_workers(2));
 ///       s.set_epoch(3);
 ///       return s;
 ///     });

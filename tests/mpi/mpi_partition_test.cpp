@@ -73,7 +73,7 @@ void check_shards(const ds::World& world) {
     ds::ShardSamplerOptions options;
     options.seed = 9;
     options.tail = tail;
-    ds::StreamingShardSampler s(shards, world, 2, options);
+    ds::StreamingShardSampler s(shards, world, options.with_num_workers(2));
     s.set_epoch(1);
     std::vector<std::uint64_t> mine;  // (consumer, index, padding) triples
     for (std::uint64_t w = 0; w < 2; ++w) {

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const std::uint64_t workers = argc > 2 ? std::stoull(argv[2]) : 1;
   int status = 0;
-  ds::StreamingShardSampler sampler(layout(), world, workers, options());
+  ds::StreamingShardSampler sampler(layout(), world, options().with_num_workers(workers));
   sampler.set_epoch(2);
   std::vector<std::uint64_t> mine;
   if (mode == "stop" && argc == 5) {
@@ -73,12 +73,12 @@ int main(int argc, char** argv) {
     // Under Tail::drop the guard accounts for the dropped remainder, fresh and resumed.
     ds::ShardSamplerOptions drop_options = options();
     drop_options.tail = ds::Tail::drop;
-    ds::StreamingShardSampler dropping(layout(), world, workers, drop_options);
+    ds::StreamingShardSampler dropping(layout(), world, drop_options.with_num_workers(workers));
     dropping.set_epoch(2);
     const ds::mpi::GuardReport drop_fresh = ds::mpi::guard_shard_epoch(dropping);
     std::vector<std::uint64_t> drop_done;
     for (std::uint64_t w = 0; w < workers; ++w) drop_done.push_back(std::min(done[w], dropping.worker_size(w)));
-    dropping.load_state(ds::mpi::shard_state(dropping, drop_done));
+    dropping.resume(ds::mpi::shard_state(dropping, drop_done));
     const ds::mpi::GuardReport drop_resumed = ds::mpi::guard_shard_epoch(dropping);
     if (!guard.ok || !drop_fresh.ok || !drop_resumed.ok) status = 1;
     const auto all = distsampler_tests::gather_at_root(mine).values;
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     const std::string dir = argv[3];
     std::string line;
     std::getline(std::ifstream(dir + "/state.txt"), line);
-    sampler.load_state(ds::SamplerState::from_text(line));
+    sampler.resume(ds::SamplerState::from_text(line));
     for (std::uint64_t w = 0; w < workers; ++w) read(sampler, w, sampler.worker_size(w), mine);
     // The resumed segment plus what the state marks consumed cover the epoch exactly once.
     const ds::mpi::GuardReport guard = ds::mpi::guard_shard_epoch(sampler);
@@ -132,11 +132,12 @@ int main(int argc, char** argv) {
     // Rank 1 passes one count too many.
     const std::string counts = error_of(sampler, workers + (world.rank == 1 ? 1 : 0));
     // Rank 1 has one worker more than rank 0.
-    const ds::StreamingShardSampler more(layout(), world, workers + (world.rank == 1 ? 1 : 0), options());
+    const ds::StreamingShardSampler more(layout(), world,
+                                         options().with_num_workers(workers + (world.rank == 1 ? 1 : 0)));
     const std::string more_workers = error_of(more, workers + (world.rank == 1 ? 1 : 0));
     // Rank 1 built its sampler as rank 0 (LOCAL_RANK used as rank, say).
     const ds::StreamingShardSampler wrong(layout(), ds::World(world.rank == 1 ? 0 : world.rank, world.world_size),
-                                          workers, options());
+                                          options().with_num_workers(workers));
     const std::string wrong_rank = error_of(wrong, workers);
     // The guard catches the same mistake at run time.
     const std::string guard = ds::mpi::guard_shard_epoch(wrong).message;

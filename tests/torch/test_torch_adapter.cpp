@@ -337,6 +337,6 @@ CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or m
   std::stringstream stream;
   torch::save(other, stream);
   CATCH_CHECK_THROWS_WITH(torch::load(s, stream),
-                          Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state "
+                          Catch::Matchers::StartsWith("StreamingShardSampler::resume: shard sizes differ (state "
                                                       "layout "));
 }

@@ -1,0 +1,168 @@
+// distsampler BlockDeal: which positions of a segment each of K consumers reads, dealt in blocks (pure integer math).
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_BLOCK_DEAL_HPP
+#define DISTSAMPLER_BLOCK_DEAL_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "detail/position_ranges.hpp"
+#include "error.hpp"
+#include "partition.hpp"
+#include "state.hpp"
+#include "version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// How a segment of `remaining` positions (0 .. remaining - 1, in order) is dealt to K
+/// consumers in blocks of b, the block counterpart of StridedPartition. The segment
+/// starts with `lead` positions (the holes a stop inside blocks left before the first
+/// untouched block); consumer k reads, in its slots 0, 1, ...:
+///  1. its front: positions [k * F, (k + 1) * F) with F = lead / K (rounded down);
+///  2. from base = F * K on, blocks k, k + K, k + 2K, ... of b positions for `rounds()`
+///     full rounds, then an equal contiguous share of `partial()` positions of the last,
+///     partial round;
+///  3. one tail slot: the next leftover position for the first extra() consumers; under
+///     Tail::pad the others get a flagged duplicate of one of the segment's last
+///     positions, under drop nothing (the extra() leftovers are dropped), under uneven the
+///     first extra() consumers read one more.
+/// After an equal stop inside the full rounds, resumed with the same K, each front is the
+/// rest of the consumer's own block, so every stream continues where it stopped.
+///
+/// The constructor throws config_error for consumers or block_size 0, or lead >
+/// remaining; members taking a consumer k or slot i do not check them (k < consumers(),
+/// i < size(k)). Everything is O(1) except consumed(), O(K + ranges). Immutable: const
+/// members may run concurrently.
+class BlockDeal {
+ public:
+  constexpr BlockDeal() noexcept = default;
+  constexpr BlockDeal(std::uint64_t remaining, std::uint64_t lead, std::uint64_t consumers, std::uint64_t block_size,
+                      Tail tail)
+      : kk_(consumers), b_(block_size), tail_(tail) {
+    if (consumers == 0) detail::throw_config_error("BlockDeal: consumers is 0 (expected at least 1)");
+    if (block_size == 0) detail::throw_config_error("BlockDeal: block_size is 0 (expected at least 1)");
+    if (lead > remaining) {
+      detail::throw_config_error("BlockDeal: lead " + std::to_string(lead) + " exceeds remaining " +
+                                 std::to_string(remaining) + " (expected lead <= remaining)");
+    }
+    front_ = lead / kk_;
+    base_ = front_ * kk_;
+    r_ = remaining - base_;
+    even_ = r_ / kk_;
+    extra_ = r_ % kk_;
+    rounds_ = even_ / b_;
+    partial_ = even_ - rounds_ * b_;
+  }
+
+  [[nodiscard]] constexpr std::uint64_t consumers() const noexcept { return kk_; }
+  [[nodiscard]] constexpr std::uint64_t block_size() const noexcept { return b_; }
+  [[nodiscard]] constexpr Tail tail() const noexcept { return tail_; }
+  /// F: slots of every consumer's front.
+  [[nodiscard]] constexpr std::uint64_t front() const noexcept { return front_; }
+  /// Full rounds of K blocks after the fronts.
+  [[nodiscard]] constexpr std::uint64_t rounds() const noexcept { return rounds_; }
+  /// Each consumer's share of the last, partial round.
+  [[nodiscard]] constexpr std::uint64_t partial() const noexcept { return partial_; }
+  /// Leftover positions (fewer than K) after the equal shares: the tail slot's.
+  [[nodiscard]] constexpr std::uint64_t extra() const noexcept { return extra_; }
+  /// The slot of the tail (read only by some consumers, or padded): F + rounds * b + partial.
+  [[nodiscard]] constexpr std::uint64_t tail_slot() const noexcept { return front_ + even_; }
+
+  /// Slots consumer k (< K) reads. Equal for all under pad and drop; under uneven the
+  /// first extra() read one more.
+  [[nodiscard]] constexpr std::uint64_t size(std::uint64_t k) const noexcept {
+    switch (tail_) {
+      case Tail::pad:
+        return front_ + even_ + (extra_ != 0 ? 1 : 0);
+      case Tail::drop:
+        return front_ + even_;
+      case Tail::uneven:
+        return front_ + even_ + (k < extra_ ? 1 : 0);
+    }
+    return front_ + even_;
+  }
+
+  /// The segment position (< remaining) of slot i (< size(k)) of consumer k.
+  [[nodiscard]] constexpr std::uint64_t position(std::uint64_t k, std::uint64_t i) const noexcept {
+    if (i < front_) return k * front_ + i;
+    i -= front_;
+    std::uint64_t x = 0;
+    if (i < rounds_ * b_) {
+      x = ((i / b_) * kk_ + k) * b_ + i % b_;
+    } else if (i < even_) {
+      x = rounds_ * b_ * kk_ + k * partial_ + (i - rounds_ * b_);
+    } else if (k < extra_) {
+      x = even_ * kk_ + k;
+    } else {
+      // Padding repeats the segment's last samples (the same ones after an equal resume).
+      x = r_ - 1 - (k - extra_) % r_;
+    }
+    return base_ + x;
+  }
+
+  /// True when slot i of consumer k is a flagged padding duplicate (only the tail slot
+  /// under Tail::pad, for consumers k >= extra()).
+  [[nodiscard]] constexpr bool is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
+    return tail_ == Tail::pad && i == tail_slot() && k >= extra_;
+  }
+
+  /// End (exclusive) of the chunk of consumer k holding slot i: slots i .. end - 1 map to
+  /// consecutive segment positions.
+  [[nodiscard]] constexpr std::uint64_t chunk_end(std::uint64_t k, std::uint64_t i) const noexcept {
+    if (i < front_) return front_;
+    const std::uint64_t j = i - front_;
+    if (j < rounds_ * b_) return front_ + (j / b_ + 1) * b_;
+    if (j < even_) return front_ + even_;
+    return size(k);
+  }
+
+  /// The segment positions consumed once consumer k has read its first done[k] slots
+  /// (done.size() == K, done[k] <= size(k); unchecked), as sorted, merged ranges. Blocks
+  /// every consumer finished form one range; each consumer adds at most a front, one
+  /// block per block of lead over the slowest, a partial block, its share of the partial
+  /// round and its tail slot. O(K + ranges).
+  [[nodiscard]] std::vector<PositionRange> consumed(const std::vector<std::uint64_t>& done) const {
+    std::uint64_t common = UINT64_MAX;
+    for (const std::uint64_t d : done) common = std::min(common, std::min(d - std::min(d, front_), rounds_ * b_) / b_);
+    std::vector<PositionRange> seg;
+    if (common != 0) seg.push_back(PositionRange{base_, base_ + common * kk_ * b_});
+    for (std::uint64_t k = 0; k < kk_; ++k) {
+      const std::uint64_t all_done = done[static_cast<std::size_t>(k)];
+      seg.push_back(PositionRange{k * front_, k * front_ + std::min(all_done, front_)});
+      const std::uint64_t d = all_done - std::min(all_done, front_), f = std::min(d, rounds_ * b_);
+      for (std::uint64_t j = common; j < f / b_; ++j) {
+        seg.push_back(PositionRange{base_ + (j * kk_ + k) * b_, base_ + (j * kk_ + k + 1) * b_});
+      }
+      if (f % b_ != 0) {
+        const std::uint64_t first = base_ + ((f / b_) * kk_ + k) * b_;
+        seg.push_back(PositionRange{first, first + f % b_});
+      }
+      if (d > rounds_ * b_) {
+        const std::uint64_t first = base_ + rounds_ * b_ * kk_ + k * partial_;
+        seg.push_back(PositionRange{first, first + (std::min(d, even_) - rounds_ * b_)});
+      }
+      if (d > even_ && k < extra_) seg.push_back(PositionRange{base_ + even_ * kk_ + k, base_ + even_ * kk_ + k + 1});
+    }
+    detail::merge_ranges(seg);
+    return seg;
+  }
+
+ private:
+  std::uint64_t kk_ = 1;  // K consumers
+  std::uint64_t b_ = 1;   // block size
+  Tail tail_ = Tail::pad;
+  std::uint64_t front_ = 0;    // F
+  std::uint64_t base_ = 0;     // F * K: where the dealt part starts
+  std::uint64_t r_ = 0;        // positions dealt after the fronts
+  std::uint64_t even_ = 0;     // equal share of each consumer after its front
+  std::uint64_t extra_ = 0;    // r mod K
+  std::uint64_t rounds_ = 0;   // full rounds of K blocks
+  std::uint64_t partial_ = 0;  // share of the partial round
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_BLOCK_DEAL_HPP

@@ -1,0 +1,167 @@
+// distsampler shard progress: consumers' read counts of a shard segment turned into the SamplerState to resume from.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_SHARD_PROGRESS_HPP
+#define DISTSAMPLER_SHARD_PROGRESS_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "error.hpp"
+#include "shard_walk.hpp"
+#include "state.hpp"
+#include "version.hpp"
+#include "world.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// Progress of lockstep ranks: worker w of every rank read the first `done()[w]` samples
+/// of its stream (one entry per worker). Pass to StreamingShardSampler::state.
+class WorkerProgress {
+ public:
+  explicit WorkerProgress(std::vector<std::uint64_t> worker_done) : done_(std::move(worker_done)) {}
+  [[nodiscard]] const std::vector<std::uint64_t>& done() const noexcept { return done_; }
+
+ private:
+  std::vector<std::uint64_t> done_;
+};
+
+/// Progress of every consumer of the job: consumer c (= worker * world_size + rank) read
+/// the first `done()[c]` samples of its stream; for ranks that did not run in lockstep
+/// (gather the counts first, e.g. with mpi::shard_state). Pass to StreamingShardSampler::state.
+class ConsumerProgress {
+ public:
+  explicit ConsumerProgress(std::vector<std::uint64_t> consumer_done) : done_(std::move(consumer_done)) {}
+  [[nodiscard]] const std::vector<std::uint64_t>& done() const noexcept { return done_; }
+
+ private:
+  std::vector<std::uint64_t> done_;
+};
+
+namespace detail {
+
+/// The StateKey of a shard order and the names it views (keep this object alive while the
+/// key is used). Family "shard"; the engine name carries every option that changes the
+/// order (shuffle included, so the key always says shuffle=true and the engine is kept for
+/// unshuffled streams too); the layout field is the shard catalog's hash, named "shard
+/// sizes" in mismatch messages; ahead ranges are accepted.
+class ShardStateKey {
+ public:
+  explicit ShardStateKey(const ShardEpochOrder& order)
+      : engine_(shard_order_name(order.options())),
+        legacy_(shard_legacy_order_name(order.options(), order.catalog())),
+        size_(order.size()),
+        seed_(order.options().seed),
+        tail_(order.options().tail),
+        layout_(order.catalog().layout_hash()) {}
+
+  [[nodiscard]] StateKey get() const noexcept {
+    StateKey k;
+    k.sampler = "shard";
+    k.dataset_size = size_;
+    k.seed = seed_;
+    k.shuffle = true;
+    k.tail = tail_;
+    k.engine = engine_;
+    k.engine_version = 2;
+    k.layout = layout_;
+    k.layout_name = "shard sizes";
+    k.accepts_ahead = true;
+    k.legacy_engine = legacy_;
+    k.legacy_order = true;  // "shard-v2" was this order's name before states recorded versions
+    return k;
+  }
+
+ private:
+  std::string engine_, legacy_;
+  std::uint64_t size_, seed_;
+  Tail tail_;
+  std::uint64_t layout_;
+};
+
+/// Per-consumer counts when every consumer read `samples_done` (a shorter stream: all of
+/// it). Throws config_error when samples_done exceeds the longest stream.
+[[nodiscard]] inline std::vector<std::uint64_t> equal_progress(const ShardWalk& walk, std::uint64_t samples_done,
+                                                               std::string_view who) {
+  const std::uint64_t k = walk.consumers(), longest = walk.size(0);
+  if (samples_done > longest) {
+    throw_config_error(std::string(who) + ": samples_done " + std::to_string(samples_done) +
+                       " exceeds the longest worker stream of this segment (" + std::to_string(longest) + " samples)");
+  }
+  std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+  for (std::uint64_t c = 0; c < k; ++c) done[static_cast<std::size_t>(c)] = std::min(samples_done, walk.size(c));
+  return done;
+}
+
+/// Per-consumer counts from per-worker ones (the same on every rank of `world_size`).
+/// Throws config_error for a wrong entry count or an entry past its stream's end.
+[[nodiscard]] inline std::vector<std::uint64_t> worker_progress(const ShardWalk& walk, std::uint64_t world_size,
+                                                                const WorkerProgress& progress, std::string_view who) {
+  const std::vector<std::uint64_t>& worker_done = progress.done();
+  const std::uint64_t workers = walk.consumers() / world_size;
+  if (worker_done.size() != workers) {
+    throw_config_error(std::string(who) + ": WorkerProgress has " + std::to_string(worker_done.size()) +
+                       " entries (expected num_workers = " + std::to_string(workers) + ")");
+  }
+  std::vector<std::uint64_t> done(static_cast<std::size_t>(walk.consumers()));
+  for (std::uint64_t w = 0; w < workers; ++w) {
+    for (std::uint64_t r = 0; r < world_size; ++r) {
+      const std::uint64_t c = w * world_size + r, d = worker_done[static_cast<std::size_t>(w)], size = walk.size(c);
+      if (d > size) {
+        throw_config_error(std::string(who) + ": worker " + std::to_string(w) + " read " + std::to_string(d) +
+                           " samples, past the end of rank " + std::to_string(r) + "'s stream of " +
+                           std::to_string(size) + " (expected at most " + std::to_string(size) + ")");
+      }
+      done[static_cast<std::size_t>(c)] = d;
+    }
+  }
+  return done;
+}
+
+/// Checks per-consumer counts. Throws config_error for a wrong entry count or an entry
+/// past its stream's end.
+inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgress& progress, std::string_view who) {
+  const std::vector<std::uint64_t>& done = progress.done();
+  if (done.size() != walk.consumers()) {
+    throw_config_error(std::string(who) + ": ConsumerProgress has " + std::to_string(done.size()) +
+                       " entries (expected consumers() = " + std::to_string(walk.consumers()) + ")");
+  }
+  for (std::uint64_t c = 0; c < walk.consumers(); ++c) {
+    const std::uint64_t d = done[static_cast<std::size_t>(c)], size = walk.size(c);
+    if (d > size) {
+      throw_config_error(std::string(who) + ": consumer " + std::to_string(c) + " read " + std::to_string(d) +
+                         " samples, past the end of its stream of " + std::to_string(size) + " (expected at most " +
+                         std::to_string(size) + ")");
+    }
+  }
+}
+
+/// The state once consumer c of `walk` has read its first done[c] slots (validated: one
+/// entry per consumer, each within its stream): the deal's consumed segment positions,
+/// mapped to G and joined with what was consumed before the segment, stored as a prefix
+/// plus ranges ahead. O(consumers + ranges log ranges).
+[[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
+  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.deal().consumed(done));
+  SamplerState s;
+  s.dataset_size = walk.order().size();
+  s.seed = walk.order().options().seed;
+  s.epoch = walk.epoch();
+  s.set_key(ShardStateKey(walk.order()).get());
+  std::size_t first = 0;
+  if (!all.empty() && all.front().begin == 0) {
+    s.consumed = all.front().end;
+    first = 1;
+  }
+  s.ahead.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  return s;
+}
+
+}  // namespace detail
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_SHARD_PROGRESS_HPP

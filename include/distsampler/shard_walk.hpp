@@ -1,0 +1,148 @@
+// distsampler ShardWalk: one segment of a shard epoch dealt to K consumers, walked range by range (fill, read plan).
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_SHARD_WALK_HPP
+#define DISTSAMPLER_SHARD_WALK_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "block_deal.hpp"
+#include "remaining_segment.hpp"
+#include "shard_catalog.hpp"
+#include "shard_epoch_order.hpp"
+#include "version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// A range of consecutive records [begin, end) of one shard, read in increasing offset
+/// order. `first_sample` is the consumer-stream slot of its first record.
+struct ShardRange {
+  std::uint64_t shard = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t first_sample = 0;
+
+  friend constexpr bool operator==(const ShardRange& a, const ShardRange& b) noexcept {
+    return a.shard == b.shard && a.begin == b.begin && a.end == b.end && a.first_sample == b.first_sample;
+  }
+  friend constexpr bool operator!=(const ShardRange& a, const ShardRange& b) noexcept { return !(a == b); }
+};
+
+/// Everything one segment's reads depend on, composed: the epoch order G, the remaining
+/// segment V of it and V's BlockDeal over K consumers. Slot i of consumer k is segment
+/// position deal().position(k, i), G position segment().epoch_position(...), sample
+/// order().at(...). Walking turns a run of slots into shard ranges: consecutive slots of
+/// one chunk (see BlockDeal::chunk_end) are consecutive segment positions, split at the
+/// segment's holes into G pieces, which the order splits into runs and shard ranges.
+///
+/// Consumer arguments are unchecked (k < consumers(), slots within size(k)): the sampler
+/// checks them. Complexity: sample O(log shards + log ranges); fill O(count + ranges *
+/// log shards), no allocation; read_plan O(ranges log ranges). Immutable: a sampler, its
+/// copies, streams and iterators share one through a shared_ptr; const members may run
+/// concurrently.
+class ShardWalk {
+ public:
+  ShardWalk(ShardEpochOrder order, RemainingSegment segment, std::uint64_t consumers, Tail tail)
+      : order_(std::move(order)),
+        segment_(std::move(segment)),
+        deal_(segment_.size(), segment_.lead(), consumers, order_.block_size(), tail) {}
+
+  [[nodiscard]] const ShardEpochOrder& order() const noexcept { return order_; }
+  [[nodiscard]] const RemainingSegment& segment() const noexcept { return segment_; }
+  [[nodiscard]] const BlockDeal& deal() const noexcept { return deal_; }
+  [[nodiscard]] const ShardCatalog& catalog() const noexcept { return order_.catalog(); }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return order_.epoch(); }
+  [[nodiscard]] std::uint64_t consumers() const noexcept { return deal_.consumers(); }
+
+  /// Slots consumer k reads.
+  [[nodiscard]] std::uint64_t size(std::uint64_t k) const noexcept { return deal_.size(k); }
+  /// The G position of slot i of consumer k.
+  [[nodiscard]] std::uint64_t epoch_position(std::uint64_t k, std::uint64_t i) const noexcept {
+    return segment_.epoch_position(deal_.position(k, i));
+  }
+  /// Slot i of consumer k as a ShardSample (padding flagged).
+  [[nodiscard]] ShardSample sample(std::uint64_t k, std::uint64_t i) const noexcept {
+    ShardSample s = order_.at(epoch_position(k, i));
+    s.is_padding = deal_.is_padding(k, i);
+    return s;
+  }
+
+  /// Calls sink(shard, begin, length, first_slot, stride) for every range consumer k
+  /// reads in its slots [first, last) (last <= size(k)): records begin .. begin + length
+  /// - 1 of `shard` at slots first_slot, first_slot + stride, ... Ranges of one block come
+  /// run by run, not in first-read order.
+  template <class Sink>
+  void visit_ranges(std::uint64_t k, std::uint64_t first, std::uint64_t last, Sink&& sink) const {
+    std::uint64_t i = first;
+    while (i < last) {
+      const std::uint64_t chunk_end = std::min(last, deal_.chunk_end(k, i));
+      std::uint64_t slot = i;
+      segment_.for_each_piece(deal_.position(k, i), chunk_end - i, [&](std::uint64_t g, std::uint64_t piece) {
+        order_.visit(g, g + piece, slot, sink);
+        slot += piece;
+      });
+      i = chunk_end;
+    }
+  }
+
+  /// Writes consumer k's samples of slots [first, first + count) to out[0..count): the
+  /// batched form of sample(), identical results, each run walked once.
+  void fill(std::uint64_t k, std::uint64_t first, std::uint64_t count, ShardSample* out) const noexcept {
+    const ShardCatalog& cat = catalog();
+    visit_ranges(
+        k, first, first + count,
+        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot, std::uint64_t stride) {
+          const std::uint64_t base = cat.shard_offset(shard);
+          ShardSample* at = out + (slot - first);
+          for (std::uint64_t t = 0; t < length; ++t, at += stride) {
+            *at = ShardSample{shard, begin + t, base + begin + t, false};
+          }
+        });
+    // Only the tail slot can be padding.
+    const std::uint64_t tail_slot = deal_.tail_slot();
+    if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(k, tail_slot)) {
+      out[tail_slot - first].is_padding = true;
+    }
+  }
+
+  /// Calls f(sample) for consumer k's slots [first, last) in order, computed 512 at a time
+  /// with fill() (a 16 KiB stack buffer).
+  template <class F>
+  void for_each(std::uint64_t k, std::uint64_t first, std::uint64_t last, F&& f) const {
+    ShardSample chunk[512];
+    for (std::uint64_t at = first; at < last;) {
+      const std::uint64_t n = std::min<std::uint64_t>(512, last - at);
+      fill(k, at, n, chunk);
+      for (std::uint64_t i = 0; i < n; ++i) f(static_cast<const ShardSample&>(chunk[i]));
+      at += n;
+    }
+  }
+
+  /// The ranges consumer k reads for its slots [first, last), in the order their first
+  /// record is read: what a loader should prefetch.
+  [[nodiscard]] std::vector<ShardRange> read_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last) const {
+    std::vector<ShardRange> out;
+    visit_ranges(k, first, last,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot,
+                     std::uint64_t /*stride*/) {
+                   out.push_back(ShardRange{shard, begin, begin + length, slot});
+                 });
+    // Blocks occupy consecutive slots, so sorting by first slot orders each block's
+    // interleaved ranges by first read and keeps blocks in order.
+    std::sort(out.begin(), out.end(),
+              [](const ShardRange& x, const ShardRange& y) { return x.first_sample < y.first_sample; });
+    return out;
+  }
+
+ private:
+  ShardEpochOrder order_;
+  RemainingSegment segment_;
+  BlockDeal deal_;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_SHARD_WALK_HPP

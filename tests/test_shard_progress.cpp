@@ -1,0 +1,201 @@
+// Tests of shard progress: consumers' counts to a SamplerState, resume, and the strong guarantee.
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <distsampler/shard_progress.hpp>
+#include <distsampler/streaming_shard_sampler.hpp>
+
+#include "shard_test_util.hpp"
+
+using namespace shard_test;
+using distsampler::ConsumerProgress;
+using distsampler::WorkerProgress;
+
+namespace {
+
+// Everything a sampler reads and reports, to compare before and after a failed call.
+struct Snapshot {
+  std::uint64_t epoch = 0, start = 0;
+  std::vector<distsampler::PositionRange> remaining;
+  std::vector<std::vector<ShardSample>> streams;
+  std::string state;
+
+  explicit Snapshot(const StreamingShardSampler& s)
+      : epoch(s.epoch()), start(s.start()), remaining(s.remaining_ranges()), state(s.state(1).to_text()) {
+    for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
+      streams.emplace_back();
+      for (const ShardSample x : s.stream(w)) streams.back().push_back(x);
+    }
+  }
+  bool operator==(const Snapshot& o) const {
+    return epoch == o.epoch && start == o.start && remaining == o.remaining && streams == o.streams && state == o.state;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a stop inside blocks records the documented ranges, round-trips and is rejected by other layouts",
+          "[shard][progress][resume]") {
+  ShardSamplerOptions o;
+  o.run_length = 2;
+  o.max_open_shards = 2;
+  o.canonical_streams = 4;
+  // 220 samples, 4 consumers, blocks of 4: consumer c reads blocks c, c + 4, ... of the
+  // order, so 3 samples each leave [0, 3) done and 3 of each of blocks 1..3 ahead.
+  StreamingShardSampler s({100, 50, 0, 70}, World(1, 2), ShardSamplerOptions(o).with_num_workers(2));
+  s.set_epoch(4);
+  const SamplerState st = s.state(3);
+  CHECK(st.consumed == 3);
+  CHECK(st.ahead == std::vector<distsampler::PositionRange>{{4, 7}, {8, 11}, {12, 15}});
+  CHECK(st.consumed_total() == 12);
+  CHECK(st.to_text().rfind("distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
+                           "engine=shard-shuffle-streams4-open2-run2-window16/2 layout=0x33ede7b3b73c4b19 epoch=4 "
+                           "consumed=3 ahead=4-7,8-11,12-15 checksum=0x",
+                           0) == 0);
+  // At a block boundary of every consumer the state is a plain prefix (no ranges).
+  const SamplerState at8 = s.state(8);
+  CHECK(at8.consumed == 32);
+  CHECK(at8.ahead.empty());
+  CHECK(at8.to_bytes().size() == 80 + 5 + at8.engine.size());
+  // Per worker: workers 0 (consumers 0, 1) read 5, workers 1 (consumers 2, 3) read 2:
+  // blocks 0 and 1 whole, 2 and 3 two each, and one of blocks 4 and 5.
+  const SamplerState pw = s.state(WorkerProgress({5, 2}));
+  CHECK(pw.consumed == 10);
+  CHECK(pw.ahead == std::vector<distsampler::PositionRange>{{12, 14}, {16, 17}, {20, 21}});
+  CHECK(s.state(ConsumerProgress({5, 5, 2, 2})) == pw);
+  // All done: everything consumed.
+  CHECK(s.state(55).consumed == 220);
+  CHECK(s.state(55).ahead.empty());
+
+  const auto bytes = st.to_bytes();
+  CHECK(bytes.size() == 80 + 5 + st.engine.size() + 16 * 3);
+  StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), o);
+  t.resume(SamplerState::from_bytes(bytes.data(), bytes.size()));
+  CHECK(t.epoch() == 4);
+  CHECK(t.start() == 12);
+  CHECK(t.remaining_ranges() == std::vector<distsampler::PositionRange>{{3, 4}, {7, 8}, {11, 12}, {15, 220}});
+  // The holes before the first untouched block (3, 7, 11 and 15, up to 16) are read
+  // first, one per consumer of the 3; then blocks of 4 from position 15 of the segment.
+  CHECK(t.consumer_position(0, 0) == 3);
+  CHECK(t.consumer_position(1, 0) == 7);
+  CHECK(t.consumer_position(2, 0) == 11);
+  CHECK(t.consumer_position(0, 1) == 15);
+  CHECK(t.consumer_position(0, 3) == 17);
+  CHECK(t.consumer_position(1, 1) == 19);
+  StreamingShardSampler other_layout({100, 50, 70, 0}, World(), o);
+  CHECK_THROWS_AS(other_layout.resume(st), distsampler::state_error);
+  auto o2 = o;
+  o2.run_length = 3;
+  StreamingShardSampler other_options({100, 50, 0, 70}, World(), o2);
+  CHECK_THROWS_AS(other_options.resume(st), distsampler::state_error);
+  auto o3 = o;
+  o3.shuffle = false;
+  StreamingShardSampler unshuffled({100, 50, 0, 70}, World(), o3);
+  CHECK_THROWS_AS(unshuffled.resume(st), distsampler::state_error);
+}
+
+TEST_CASE("stopping points past a stream's end throw config_error", "[shard][progress][errors]") {
+  const auto o = ShardSamplerOptions()
+                     .with_run_length(2)
+                     .with_max_open_shards(2)
+                     .with_canonical_streams(4)
+                     .with_tail(Tail::uneven)
+                     .with_num_workers(2);
+  // 221 samples over 4 consumers, uneven: consumer 0 has 56, the others 55.
+  StreamingShardSampler s({100, 51, 0, 70}, World(1, 2), o);
+  CHECK_NOTHROW(s.state(56));
+  CHECK_THROWS_AS(s.state(57), distsampler::config_error);
+  CHECK_THROWS_WITH(s.state(57),
+                    "StreamingShardSampler::state: samples_done 57 exceeds the longest worker stream of "
+                    "this segment (56 samples)");
+  CHECK_THROWS_WITH(s.state(WorkerProgress({1})),
+                    "StreamingShardSampler::state: WorkerProgress has 1 entries (expected num_workers = 2)");
+  CHECK_THROWS_WITH(s.state(WorkerProgress({56, 0})),
+                    "StreamingShardSampler::state: worker 0 read 56 samples, past the end of rank 1's stream of 55 "
+                    "(expected at most 55)");
+  CHECK_THROWS_WITH(s.state(ConsumerProgress({0, 0, 0})),
+                    "StreamingShardSampler::state: ConsumerProgress has 3 entries (expected consumers() = 4)");
+  CHECK_THROWS_WITH(s.state(ConsumerProgress({0, 56, 0, 0})),
+                    "StreamingShardSampler::state: consumer 1 read 56 samples, past the end of its stream of 55 "
+                    "(expected at most 55)");
+  CHECK(s.state(ConsumerProgress({56, 55, 55, 55})).consumed == 221);
+}
+
+TEST_CASE("states are stable across versions: a state written by an earlier release still resumes",
+          "[shard][progress]") {
+  // Written by an earlier release (version 1, before the key's fields were explicit): a
+  // change that refuses it breaks every saved shard checkpoint.
+  const SamplerState old = SamplerState::from_text(
+      "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 fingerprint=0x8c375a225a23acd9");
+  StreamingShardSampler s({100, 50, 0, 70}, World());
+  s.resume(old);
+  CHECK(s.start() == 3);
+  CHECK(s.epoch() == 0);
+  // Written again it is a version-3 state of the same position.
+  const SamplerState again = s.state(0);
+  CHECK(again.written_version() == 3);
+  CHECK(again.consumed == 3);
+  // Reordered shards, another tail or other options still refuse the old state.
+  StreamingShardSampler reordered({100, 50, 70, 0}, World());
+  CHECK_THROWS_AS(reordered.resume(old), distsampler::state_error);
+  StreamingShardSampler dropping({100, 50, 0, 70}, World(), ShardSamplerOptions().with_tail(Tail::drop));
+  CHECK_THROWS_AS(dropping.resume(old), distsampler::state_error);
+  StreamingShardSampler longer_runs({100, 50, 0, 70}, World(), ShardSamplerOptions().with_run_length(4));
+  CHECK_THROWS_AS(longer_runs.resume(old), distsampler::state_error);
+}
+
+TEST_CASE("a resume that throws leaves the sampler reading exactly what it read before", "[shard][progress][errors]") {
+  const std::vector<std::uint64_t> sizes{40, 0, 17, 63, 5};
+  const auto o = ShardSamplerOptions()
+                     .with_seed(7)
+                     .with_run_length(2)
+                     .with_max_open_shards(2)
+                     .with_canonical_streams(3)
+                     .with_num_workers(2);
+  StreamingShardSampler s(sizes, World(1, 3), o);
+  s.set_epoch(6);
+  s.resume(s.state(ConsumerProgress({3, 0, 5, 1, 2, 7})));  // a segment with holes
+  const Snapshot before(s);
+  REQUIRE(before.start != 0);
+  // A state of other shards: the fingerprint differs.
+  StreamingShardSampler other({40, 0, 17, 64, 5}, World(), o);
+  other.set_epoch(9);
+  const SamplerState foreign = other.state(4);
+  CHECK_THROWS_AS(s.resume(foreign), distsampler::state_error);
+  CHECK_THROWS_WITH(s.resume(foreign), Catch::Matchers::StartsWith("StreamingShardSampler::resume: "));
+  CHECK(Snapshot(s) == before);
+  // A state claiming more than the dataset.
+  SamplerState beyond = s.state(0);
+  beyond.consumed = 126;
+  CHECK_THROWS_AS(s.resume(beyond), distsampler::state_error);
+  CHECK(Snapshot(s) == before);
+  // Options that differ in the order (run length).
+  StreamingShardSampler longer_runs(sizes, World(), ShardSamplerOptions(o).with_run_length(3));
+  CHECK_THROWS_AS(s.resume(longer_runs.state(2)), distsampler::state_error);
+  CHECK(Snapshot(s) == before);
+  CHECK(s.epoch() == 6);
+  // The constructor from a state throws the same, and builds what resume builds.
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(1, 3), o, foreign),
+                    Catch::Matchers::StartsWith("StreamingShardSampler::resume: "));
+  const SamplerState good = s.state(2);
+  StreamingShardSampler resumed(sizes, World(1, 3), o);
+  resumed.resume(good);
+  CHECK(Snapshot(StreamingShardSampler(sizes, World(1, 3), o, good)) == Snapshot(resumed));
+}
+
+TEST_CASE("set_epoch and resume replace the whole segment", "[shard][progress]") {
+  const std::vector<std::uint64_t> sizes{30, 12, 0, 9};
+  StreamingShardSampler s(sizes, World(0, 2), ShardSamplerOptions().with_num_workers(2));
+  s.set_epoch(3);
+  const Snapshot epoch3(s);
+  s.resume(s.state(5));
+  CHECK(s.epoch() == 3);
+  CHECK(s.start() == 20);
+  s.set_epoch(3);
+  CHECK(Snapshot(s) == epoch3);
+  CHECK(s.start() == 0);
+}
