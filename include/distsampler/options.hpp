@@ -79,6 +79,45 @@ constexpr void check_epoch_mode(EpochMode mode, std::string_view who) {
 
 }  // namespace detail
 
+/// The options that define an epoch's order in every sampler: `shuffle`, the shared
+/// `seed` and the `tail` policy, with by-name setters that return the derived options
+/// type (so `BatchSamplerOptions().with_seed(42).with_micro_batch_size(8)` chains). Each
+/// sampler's options derive from it and choose the default tail; none is an aggregate, so
+/// positional braces such as `{true, 42}` do not compile.
+///
+/// `seed` is shared by all ranks: one shared seed and a partition is what makes ranks
+/// disjoint; per-rank seeds (`42 + rank`) give each rank its own full shuffle, so ranks
+/// overlap. torch's negative seeds are taken mod 2^64: seed -1 is 2^64 - 1.
+template <class Derived>
+struct OrderOptions {
+  bool shuffle = true;     ///< false: the identity order (torch's shuffle=False)
+  std::uint64_t seed = 0;  ///< the shared seed of every epoch's order
+  Tail tail = Tail::pad;   ///< what happens to the positions that do not fill a round (see Tail)
+
+  constexpr Derived& with_shuffle(bool value) noexcept {
+    shuffle = value;
+    return self();
+  }
+  constexpr Derived& with_seed(std::uint64_t value) noexcept {
+    seed = value;
+    return self();
+  }
+  constexpr Derived& with_tail(Tail value) noexcept {
+    tail = value;
+    return self();
+  }
+
+ protected:
+  constexpr explicit OrderOptions(Tail default_tail) noexcept : tail(default_tail) {}
+  /// Equality of the three order fields, for the derived types' operator==.
+  [[nodiscard]] constexpr bool same_order_options(const OrderOptions& other) const noexcept {
+    return shuffle == other.shuffle && seed == other.seed && tail == other.tail;
+  }
+
+ private:
+  constexpr Derived& self() noexcept { return static_cast<Derived&>(*this); }
+};
+
 /// DistributedSampler's options, the same on every rank (unlike World). Set them by name:
 ///
 ///     SamplerOptions().with_seed(42).with_tail(Tail::drop)
@@ -86,30 +125,12 @@ constexpr void check_epoch_mode(EpochMode mode, std::string_view who) {
 /// The type is not an aggregate, so a positional `{true, 42}` does not compile (the
 /// batch sampler's options have another default tail, and positions would hide that).
 ///
-/// `seed` is shared by all ranks: one shared seed and a partition is what makes ranks
-/// disjoint; per-rank seeds (`42 + rank`) give each rank its own full shuffle, so ranks
-/// overlap. torch's negative seeds are taken mod 2^64: seed -1 is 2^64 - 1.
-struct SamplerOptions {
-  bool shuffle = true;     ///< false: the identity order (torch's shuffle=False)
-  std::uint64_t seed = 0;  ///< the shared seed of every epoch's order
-  Tail tail = Tail::pad;   ///< what happens to the last N mod W positions (see Tail)
-
-  constexpr SamplerOptions() noexcept {}  // user-provided: positional braces do not compile
-  constexpr SamplerOptions& with_shuffle(bool value) noexcept {
-    shuffle = value;
-    return *this;
-  }
-  constexpr SamplerOptions& with_seed(std::uint64_t value) noexcept {
-    seed = value;
-    return *this;
-  }
-  constexpr SamplerOptions& with_tail(Tail value) noexcept {
-    tail = value;
-    return *this;
-  }
+/// The order fields and their setters come from OrderOptions (tail default: pad).
+struct SamplerOptions : OrderOptions<SamplerOptions> {
+  constexpr SamplerOptions() noexcept : OrderOptions(Tail::pad) {}  // user-provided: not an aggregate
 
   friend constexpr bool operator==(const SamplerOptions& a, const SamplerOptions& b) noexcept {
-    return a.shuffle == b.shuffle && a.seed == b.seed && a.tail == b.tail;
+    return a.same_order_options(b);
   }
   friend constexpr bool operator!=(const SamplerOptions& a, const SamplerOptions& b) noexcept { return !(a == b); }
 };
@@ -136,16 +157,13 @@ struct SamplerOptions {
 ///    W * K micro-batch slots of the step as evenly as possible (sizes differ by at most
 ///    1; a micro-batch is empty when fewer than W * K positions remain). Every rank still
 ///    runs the same number of steps and micro-batches; every position is read exactly once.
-struct BatchSamplerOptions {
+struct BatchSamplerOptions : OrderOptions<BatchSamplerOptions> {
   std::uint64_t micro_batch_size = 0;    ///< m, samples per micro-batch (required)
   std::uint64_t accumulation_steps = 1;  ///< K, micro-batches per rank per optimizer step
   std::uint64_t global_batch_size = 0;   ///< G; 0 = follows from m, world_size and K
-  bool shuffle = true;
-  std::uint64_t seed = 0;
-  Tail tail = Tail::drop;
   EpochMode epoch_mode = EpochMode::manual;
 
-  constexpr BatchSamplerOptions() noexcept {}  // user-provided: positional braces do not compile
+  constexpr BatchSamplerOptions() noexcept : OrderOptions(Tail::drop) {}  // user-provided: not an aggregate
   constexpr BatchSamplerOptions& with_micro_batch_size(std::uint64_t value) noexcept {
     micro_batch_size = value;
     return *this;
@@ -158,27 +176,15 @@ struct BatchSamplerOptions {
     global_batch_size = value;
     return *this;
   }
-  constexpr BatchSamplerOptions& with_shuffle(bool value) noexcept {
-    shuffle = value;
-    return *this;
-  }
-  constexpr BatchSamplerOptions& with_seed(std::uint64_t value) noexcept {
-    seed = value;
-    return *this;
-  }
-  constexpr BatchSamplerOptions& with_tail(Tail value) noexcept {
-    tail = value;
-    return *this;
-  }
   constexpr BatchSamplerOptions& with_epoch_mode(EpochMode value) noexcept {
     epoch_mode = value;
     return *this;
   }
 
   friend constexpr bool operator==(const BatchSamplerOptions& a, const BatchSamplerOptions& b) noexcept {
-    return a.micro_batch_size == b.micro_batch_size && a.accumulation_steps == b.accumulation_steps &&
-           a.global_batch_size == b.global_batch_size && a.shuffle == b.shuffle && a.seed == b.seed &&
-           a.tail == b.tail && a.epoch_mode == b.epoch_mode;
+    return a.same_order_options(b) && a.micro_batch_size == b.micro_batch_size &&
+           a.accumulation_steps == b.accumulation_steps && a.global_batch_size == b.global_batch_size &&
+           a.epoch_mode == b.epoch_mode;
   }
   friend constexpr bool operator!=(const BatchSamplerOptions& a, const BatchSamplerOptions& b) noexcept {
     return !(a == b);

@@ -37,29 +37,14 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// 64 samples), windows of 16 runs (128 samples per lane), 1 worker. Not an aggregate, so
 /// positional `{true, 42}` does not compile. Setters are constexpr and noexcept; the
 /// values are checked where they are used (detail::validate_shard_options).
-struct ShardSamplerOptions {
-  bool shuffle = true;
-  std::uint64_t seed = 0;
-  Tail tail = Tail::pad;
+struct ShardSamplerOptions : OrderOptions<ShardSamplerOptions> {
   std::uint64_t canonical_streams = 64;
   std::uint64_t max_open_shards = 8;
   std::uint64_t run_length = 8;
   std::uint64_t shuffle_window = 16;
   std::uint64_t num_workers = 1;
 
-  constexpr ShardSamplerOptions() noexcept {}  // user-provided: not an aggregate
-  constexpr ShardSamplerOptions& with_shuffle(bool v) noexcept {
-    shuffle = v;
-    return *this;
-  }
-  constexpr ShardSamplerOptions& with_seed(std::uint64_t v) noexcept {
-    seed = v;
-    return *this;
-  }
-  constexpr ShardSamplerOptions& with_tail(Tail v) noexcept {
-    tail = v;
-    return *this;
-  }
+  constexpr ShardSamplerOptions() noexcept : OrderOptions(Tail::pad) {}  // user-provided: not an aggregate
   constexpr ShardSamplerOptions& with_canonical_streams(std::uint64_t v) noexcept {
     canonical_streams = v;
     return *this;
@@ -85,8 +70,7 @@ struct ShardSamplerOptions {
   [[nodiscard]] constexpr std::uint64_t block_size() const noexcept { return max_open_shards * run_length; }
 
   friend constexpr bool operator==(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {
-    return a.shuffle == b.shuffle && a.seed == b.seed && a.tail == b.tail &&
-           a.canonical_streams == b.canonical_streams && a.max_open_shards == b.max_open_shards &&
+    return a.same_order_options(b) && a.canonical_streams == b.canonical_streams && a.max_open_shards == b.max_open_shards &&
            a.run_length == b.run_length && a.shuffle_window == b.shuffle_window && a.num_workers == b.num_workers;
   }
   friend constexpr bool operator!=(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {

@@ -239,28 +239,32 @@ inline void check_consumed(const SamplerState& s, const char* who) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The hash of the fields every state version fingerprints, under `tag`, with `engine`.
+[[nodiscard]] inline std::uint64_t hash_key_fields(const StateKey& key, std::string_view tag,
+                                                   std::string_view engine) noexcept {
+  std::uint64_t h = hash_field(0xcbf29ce484222325u, tag);
+  h = hash_field(h, key.sampler);
+  h = hash_field(h, key.dataset_size);
+  h = hash_field(h, key.seed);
+  h = hash_field(h, key.shuffle ? std::uint64_t{1} : std::uint64_t{0});
+  h = hash_field(h, static_cast<std::uint64_t>(key.tail));
+  return hash_field(h, engine);
+}
+
+}  // namespace detail
+
 inline std::uint64_t StateKey::fingerprint() const noexcept {
-  std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, "distsampler-state-key-v3");
-  h = detail::hash_field(h, sampler);
-  h = detail::hash_field(h, dataset_size);
-  h = detail::hash_field(h, seed);
-  h = detail::hash_field(h, shuffle ? std::uint64_t{1} : std::uint64_t{0});
-  h = detail::hash_field(h, static_cast<std::uint64_t>(tail));
-  h = detail::hash_field(h, order_engine());
+  std::uint64_t h = detail::hash_key_fields(*this, "distsampler-state-key-v3", order_engine());
   h = detail::hash_field(h, order_engine_version());
   h = detail::hash_field(h, layout);
   return detail::mix64(h);
 }
 
 inline std::uint64_t StateKey::legacy_fingerprint() const noexcept {
-  std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, "distsampler-state-key");
-  h = detail::hash_field(h, sampler);
-  h = detail::hash_field(h, dataset_size);
-  h = detail::hash_field(h, seed);
-  h = detail::hash_field(h, shuffle ? std::uint64_t{1} : std::uint64_t{0});
-  h = detail::hash_field(h, static_cast<std::uint64_t>(tail));
-  h = detail::hash_field(h, shuffle && !legacy_engine.empty() ? legacy_engine : order_engine());
-  return detail::mix64(h);
+  return detail::mix64(detail::hash_key_fields(*this, "distsampler-state-key",
+                                               shuffle && !legacy_engine.empty() ? legacy_engine : order_engine()));
 }
 
 inline std::string StateKey::describe() const {
