@@ -7,7 +7,6 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -118,14 +117,6 @@ inline std::uint64_t get(const std::vector<std::uint8_t>& in, std::size_t at) {
 // 1/W block of [0, N) (the expected sums, computed in parallel).
 constexpr std::uint64_t record_magic = 0x6473677561726431u;  // "dsguard1"
 constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + 7 + 2;
-
-// A per-process call number: every rank calls the guard the same number of times, so the
-// n-th call of every rank meets under the same keys. Deliberately not the epoch: a rank
-// with a wrong epoch must still meet the others, so the guard can name it.
-inline std::uint64_t next_call() noexcept {
-  static std::atomic<std::uint64_t> calls{0};
-  return calls++;
-}
 
 [[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
                                       const std::exception& e) {
@@ -245,7 +236,8 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
 /// size, e.g. from RANK/WORLD_SIZE) passes the key of its sampler and the sums of what it
 /// reads (and skips) in one epoch; returns the verdict, the same on every rank.
 ///
-/// Each rank writes one record (33 words) under a key namespaced by the call number
+/// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
+/// one record (24 words) under a key namespaced by the call number
 /// (`distsampler/guard/<n>/<rank>`), waits for all world_size records, reads them and
 /// compares: communication is O(world_size) words per rank, independent of the dataset.
 /// The last rank to finish deletes the call's keys; rank 0 returns only after every rank
@@ -261,8 +253,16 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
                                              const ReadSums& sums) {
   const char* who = "distsampler::torch_guard::check_epoch";
   process.validate(who);
-  const std::string ns = "distsampler/guard/" + std::to_string(detail::next_call());
   const std::uint64_t w = process.world_size, r = process.rank, n = key.fields[1];
+  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
+  // Counted in the store, per rank, so threads and processes alike stay in step; and
+  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
+  std::string ns = "distsampler/guard/calls/" + std::to_string(r);
+  try {
+    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
+  } catch (const std::exception& e) {
+    detail::store_failed(who, process, ns, "count", e);
+  }
   std::vector<std::uint8_t> mine;
   mine.reserve(detail::record_words * 8);
   detail::put(mine, detail::record_magic);
