@@ -126,6 +126,34 @@ class TorchSampler
     return core.state(samples);
   }
 
+  // States are SamplerState bytes. Archives of the first release hold 9 int64 fields
+  // (format 1, dataset_size, seed, shuffle, tail, world_size, rank, epoch, position): the
+  // strided position they name is converted, so they resume on any world size too.
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& core) {
+    const auto* v = tensor.data_ptr<std::int64_t>();
+    if (tensor.numel() != 9 || v[0] != 1 || v[1] <= 0 || v[5] <= 0 || v[7] < 0 || v[8] < 0) {
+      return detail::state_from_tensor(tensor, key, who);
+    }
+    if (v[3] < 0 || v[3] > 1 || v[4] < 0 || v[4] > 2) {
+      detail::throw_state_error(who + ": '" + key + "' holds shuffle " + std::to_string(v[3]) + " and tail " +
+                                std::to_string(v[4]) + " (expected 0..1 and 0..2 in a first-release record)");
+    }
+    const auto n = static_cast<std::uint64_t>(v[1]), w = static_cast<std::uint64_t>(v[5]);
+    const auto position = static_cast<std::uint64_t>(v[8]);
+    StateKey saved = core.key();
+    saved.dataset_size = n;
+    saved.seed = static_cast<std::uint64_t>(v[2]);
+    saved.shuffle = v[3] == 1;
+    saved.tail = static_cast<Tail>(v[4]);
+    try {
+      return detail::strided_state(saved, 0, w, static_cast<std::uint64_t>(v[7]), position, "");
+    } catch (const config_error&) {
+      detail::throw_state_error(who + ": '" + key + "' holds position " + std::to_string(position) +
+                                ", past the end of a rank's share of " + std::to_string(n) + " samples over " +
+                                std::to_string(w) + " ranks (expected a first-release record)");
+    }
+  }
+
   static void resume_core(Core& core, const SamplerState& state) { core.resume(state); }
   static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
   static bool segment_empty(const Core& core) {
@@ -198,6 +226,9 @@ class TorchBatchSampler
     return core.state(batches / k, batches % k);
   }
 
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& /*core*/) {
+    return detail::state_from_tensor(tensor, key, who);
+  }
   static void resume_core(Core& core, const SamplerState& state) { core.resume(state); }
   static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
   static bool segment_empty(const Core& core) { return core.num_steps() == 0; }
@@ -312,6 +343,9 @@ class TorchShardSampler
     return core.state_after_batches(batches, progress.batch_size);
   }
 
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& /*core*/) {
+    return detail::state_from_tensor(tensor, key, who);
+  }
   static void resume_core(Core& core, const SamplerState& state) { core.load_state(state); }
   static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
   static bool segment_empty(const Core& core) { return core.consumer_size(0) == 0; }

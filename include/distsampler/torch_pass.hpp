@@ -55,9 +55,9 @@ inline torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const 
   return tensor.contiguous();
 }
 
-// Reads what write_state wrote; state_error (prefixed by `who`) for anything else.
-inline SamplerState read_state(torch::serialize::InputArchive& archive, const char* key, const std::string& who) {
-  const torch::Tensor tensor = read_tensor(archive, key, who);
+// The SamplerState whose bytes write_state wrote as `tensor` (from read_tensor);
+// state_error (prefixed by `who`) for anything else.
+inline SamplerState state_from_tensor(const torch::Tensor& tensor, const char* key, const std::string& who) {
   const auto* values = tensor.data_ptr<std::int64_t>();
   std::vector<std::uint8_t> bytes;
   bytes.reserve(static_cast<std::size_t>(tensor.numel()));
@@ -117,6 +117,7 @@ inline std::uint64_t next_adapter_id() noexcept {
 //   resume_core(Core&, state)             Core::resume (throws state_error)
 //   set_core_epoch(Core&, epoch)          Core::set_epoch
 //   segment_empty(Core&)                  true when a pass of the core reads nothing on any rank
+//   decode(tensor, who, const Core&)      the SamplerState an archive's tensor holds
 template <class Derived, class Core, class Progress>
 class SharedPassSampler : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
  public:
@@ -233,7 +234,9 @@ class SharedPassSampler : public torch::data::samplers::Sampler<std::vector<std:
   /// Reads what save wrote and resumes it (see resume). Throws state_error for an archive
   /// without this sampler's key, malformed or foreign state, or while a pass is running.
   void load(torch::serialize::InputArchive& archive) override {
-    resume_as(read_state(archive, Derived::key, std::string(Derived::name) + "::load"), "load", true);
+    const std::string who = std::string(Derived::name) + "::load";
+    const torch::Tensor tensor = read_tensor(archive, Derived::key, who);
+    resume_as(Derived::decode(tensor, who, snapshot()), "load", true);
   }
 
   /// The next batch of the current pass (a DataLoader calls this after reset()); a sampler

@@ -58,6 +58,19 @@ std::vector<std::uint64_t> drain(Sampler& s, std::size_t batch) {
   return out;
 }
 
+
+// Loads `values` under `key` as an int64 tensor into `sampler`, as a hand-made archive.
+template <class Sampler>
+void load_raw(Sampler& sampler, const char* key, const std::vector<std::int64_t>& values) {
+  torch::serialize::OutputArchive out;
+  out.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
+  std::stringstream stream;
+  out.save_to(stream);
+  torch::serialize::InputArchive in;
+  in.load_from(stream);
+  sampler.load(in);
+}
+
 }  // namespace
 
 CATCH_TEMPLATE_TEST_CASE("TorchSampler yields this rank's indices in batches", "[torch-adapter]", ds::FeistelPermutation,
@@ -148,6 +161,25 @@ CATCH_TEST_CASE("load rejects state from another dataset or seed", "[torch-adapt
                     "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
 }
 
+CATCH_TEST_CASE("An archive of the first release (9 fields, fixed world) resumes on another world size",
+                "[torch-adapter]") {
+  // Saved by rank 2 of 3 at position 30 of epoch 4: 90 positions of the epoch consumed.
+  std::vector<unsigned> reads(1000);
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    ds::DistributedSampler<> before(1000, ds::World(r, 3), options(11, ds::Tail::pad));
+    before.set_epoch(4);
+    for (std::uint64_t i = 0; i < 30; ++i) ++reads[before[i]];
+  }
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    ds::TorchSampler<> s(1000, ds::World(r, 2), options(11, ds::Tail::pad));
+    load_raw(s, "distsampler_state", {1, 1000, 11, 1, 0, 3, 2, 4, 30});
+    CATCH_CHECK(s.epoch() == 4);
+    CATCH_CHECK(s.state_after(0).consumed == 90);
+    for (std::uint64_t index : drain(s, 64)) ++reads[index];
+  }
+  CATCH_CHECK(std::count(reads.begin(), reads.end(), 1u) == 1000);
+}
+
 CATCH_TEST_CASE("TorchBatchSampler feeds a rank's micro-batches through make_data_loader", "[torch-adapter]") {
   const std::size_t n = 300;
   const auto batches = batch_core(n, 4, ds::World(1, 3), 2, 8);
@@ -213,21 +245,6 @@ CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-
                                                       "0x"));
 }
 
-namespace {
-
-// Loads `values` under `key` as an int64 tensor into `sampler`, as a hand-made archive.
-template <class Sampler>
-void load_raw(Sampler& sampler, const char* key, const std::vector<std::int64_t>& values) {
-  torch::serialize::OutputArchive out;
-  out.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
-  std::stringstream stream;
-  out.save_to(stream);
-  torch::serialize::InputArchive in;
-  in.load_from(stream);
-  sampler.load(in);
-}
-
-}  // namespace
 
 CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter][errors]") {
   ds::TorchSampler<> s(1000, ds::World(2, 3), options(11, ds::Tail::pad));
@@ -252,6 +269,15 @@ CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter
                                         "the bytes of a SamplerState)");
   }
   CATCH_CHECK(s.epoch() == 0);  // unchanged by every failed load
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 1000, 11, 1, 0, 3, 2, 5, 999}),
+                          "TorchSampler::load: 'distsampler_state' holds position 999, past the end of a rank's share "
+                          "of 1000 samples over 3 ranks (expected a first-release record)");
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 1000, 11, 1, 7, 3, 2, 5, 9}),
+                          "TorchSampler::load: 'distsampler_state' holds shuffle 1 and tail 7 (expected 0..1 and 0..2 "
+                          "in a first-release record)");
+  CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 1000, 12, 1, 0, 3, 2, 5, 9}),
+                          Catch::Matchers::StartsWith("TorchSampler::load: DistributedSampler::resume: seed differs "
+                                                      "(state has 12, this sampler has 11;"));
 
   ds::TorchBatchSampler<> b(batch_core(100, 2, ds::World(0, 2), 1, 4));
   CATCH_CHECK_THROWS_WITH(load_raw(b, "distsampler_batch_state", {300}),
