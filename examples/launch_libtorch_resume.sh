@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops a 4-rank libtorch job mid-epoch, resumes it on 2 ranks, and proves from the ranks' logs that every sample was read exactly once.
+# Stops a 4-rank libtorch job mid-epoch, resumes it on 2 ranks, proves from the logs every sample was read exactly once.
 # SPDX-License-Identifier: MIT
 # usage: launch_libtorch_resume.sh LIBTORCH_RESUME [DATASET_SIZE [naive]]
 #   naive: checkpoint every batch the loader handed out (prefetched ones too); the proof must then fail.
@@ -45,7 +45,10 @@ cat "$out"/read_stop_r*.txt "$out"/read_resume_r*.txt "$out/dropped.txt" | awk -
     for (i = 0; i < n; i++) { if (!(i in count)) skipped++; else if (count[i] > 1) twice++ }
     after = kind["read"] - before
     if (bad + skipped + twice == 0) {
-      printf "VERDICT: exactly once: all %d samples of epoch 0 accounted for: %d read by 4 ranks before the checkpoint, %d by 2 ranks after resuming, %d dropped by Tail::drop; %d reads lost after the checkpoint were read again; 0 read twice, 0 skipped\n", n, before, after, kind["dropped"], lost
+      printf "VERDICT: exactly once: all %d samples of epoch 0 accounted for: ", n
+      printf "%d read by 4 ranks before the checkpoint, %d by 2 ranks after resuming, ", before, after
+      printf "%d dropped by Tail::drop; %d reads lost after the checkpoint were read again; ", kind["dropped"], lost
+      printf "0 read twice, 0 skipped\n"
     } else {
       printf "VERDICT: FAILED: %d samples read twice, %d skipped, %d malformed lines\n", twice, skipped, bad
       exit 1

@@ -1,4 +1,4 @@
-// A libtorch training process that checkpoints mid-epoch through make_data_loader and resumes on another world size; logs every sample it reads.
+// A libtorch training rank that checkpoints mid-epoch through make_data_loader and resumes on another world size.
 // SPDX-License-Identifier: MIT
 //
 // Run by launch_libtorch_resume.sh: 4 ranks train with micro-batches of 8, 2 accumulation
@@ -54,8 +54,9 @@ std::string path(const std::string& dir, const std::string& name, std::uint64_t 
 int main(int argc, char** argv) {
   if (argc < 4 || argc > 5 || (std::string(argv[1]) != "stop" && std::string(argv[1]) != "resume") ||
       (argc == 5 && std::string(argv[4]) != "naive")) {
-    std::fprintf(stderr, "usage: libtorch_resume stop|resume DATASET_SIZE DIR [naive]  (RANK, WORLD_SIZE, "
-                         "MASTER_ADDR, MASTER_PORT)\n");
+    std::fprintf(stderr,
+                 "usage: libtorch_resume stop|resume DATASET_SIZE DIR [naive]  (RANK, WORLD_SIZE, "
+                 "MASTER_ADDR, MASTER_PORT)\n");
     return 2;
   }
   const bool naive = argc == 5;
@@ -102,8 +103,8 @@ int main(int argc, char** argv) {
         continue;
       }
       // Each rank trains its own replica here; DDP would all-reduce the gradients.
-      auto loss = torch::mse_loss(model->forward(torch::stack(xs)), torch::stack(ys)) /
-                  static_cast<double>(accumulation);
+      auto loss =
+          torch::mse_loss(model->forward(torch::stack(xs)), torch::stack(ys)) / static_cast<double>(accumulation);
       loss.backward();
       if (++consumed % accumulation == 0) {
         optimizer.step();

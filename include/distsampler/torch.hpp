@@ -1,4 +1,4 @@
-// distsampler libtorch adapter (opt-in): the samplers as torch::data samplers whose checkpoints stay exact through make_data_loader.
+// distsampler libtorch adapter (opt-in): the samplers as torch::data samplers, checkpoints exact through loaders.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_HPP
 #define DISTSAMPLER_TORCH_HPP
@@ -66,9 +66,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// the share for the same world and options. Throws config_error from the constructor as
 /// DistributedSampler does; see above for the rest.
 template <class Permutation = FeistelPermutation>
-class TorchSampler
-    : public detail::SharedPassSampler<TorchSampler<Permutation>, DistributedSampler<Permutation>,
-                                       std::vector<std::pair<std::uint64_t, std::uint64_t>>> {
+class TorchSampler : public detail::SharedPassSampler<TorchSampler<Permutation>, DistributedSampler<Permutation>,
+                                                      std::vector<std::pair<std::uint64_t, std::uint64_t>>> {
   using Core = DistributedSampler<Permutation>;
   // Batches handed out in this pass, run-length coded: (samples per batch, batches).
   using Progress = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
@@ -78,8 +77,8 @@ class TorchSampler
  public:
   using typename Base::BatchRequestType;
 
-  TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
-               EpochMode mode = EpochMode::manual, typename Permutation::options_type permutation = {})
+  TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {}, EpochMode mode = EpochMode::manual,
+               typename Permutation::options_type permutation = {})
       : Base(Core(dataset_size, world, options, permutation), mode) {}
 
   /// The sampler the current pass reads (or the next one, when set_epoch or resume is pending).
@@ -205,8 +204,9 @@ class TorchBatchSampler
 
   static const Core& checked(const Core& batches) {
     if (batches.options().tail == Tail::uneven) {
-      detail::throw_config_error("TorchBatchSampler: tail uneven can leave micro-batches of the last step empty, "
-                                 "which a libtorch DataLoader cannot carry (expected Tail::drop or Tail::pad)");
+      detail::throw_config_error(
+          "TorchBatchSampler: tail uneven can leave micro-batches of the last step empty, "
+          "which a libtorch DataLoader cannot carry (expected Tail::drop or Tail::pad)");
     }
     return batches;
   }
@@ -323,8 +323,8 @@ class TorchShardSampler
       const std::uint64_t count = std::min<std::uint64_t>(size - done, batch_size);
       BatchRequestType batch;
       batch.reserve(static_cast<std::size_t>(count));
-      core.for_each(w, [&](const ShardSample& x) { batch.push_back(static_cast<std::size_t>(x.index)); }, done,
-                    count);
+      core.for_each(
+          w, [&](const ShardSample& x) { batch.push_back(static_cast<std::size_t>(x.index)); }, done, count);
       done += count;
       progress.turn = (w + 1) % workers;
       if (progress.batch_size == 0) progress.batch_size = batch_size;
@@ -336,9 +336,10 @@ class TorchShardSampler
   static SamplerState state_at(const Core& core, const Progress& progress, std::uint64_t batches) {
     if (batches == 0) return core.state(0);
     if (progress.varying) {
-      detail::throw_config_error("TorchShardSampler::state_after: the batch size changed within this pass (expected "
-                                 "a constant batch_size, as a DataLoader asks, for a state after " +
-                                 std::to_string(batches) + " batches)");
+      detail::throw_config_error(
+          "TorchShardSampler::state_after: the batch size changed within this pass (expected "
+          "a constant batch_size, as a DataLoader asks, for a state after " +
+          std::to_string(batches) + " batches)");
     }
     return core.state_after_batches(batches, progress.batch_size);
   }

@@ -1,4 +1,4 @@
-// distsampler runtime guard for torchrun jobs without MPI (opt-in): every rank agrees on the sampler and the shares are disjoint and covering, checked through a c10d Store.
+// distsampler c10d guard (opt-in): ranks of a torchrun job agree on the sampler and read disjoint, covering shares.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_GUARD_HPP
 #define DISTSAMPLER_TORCH_GUARD_HPP
@@ -29,8 +29,8 @@ struct GuardKey {
   static constexpr std::size_t field_count = 13;
   /// Field names, in the order they are compared (the first difference is reported).
   static constexpr const char* names[field_count] = {
-      "sampler", "dataset_size", "seed", "epoch",       "shuffle",     "tail",      "engine",
-      "consumed", "micro_batch_size", "accumulation_steps", "num_workers", "layout", "world_size"};
+      "sampler",          "dataset_size",       "seed",        "epoch",  "shuffle",   "tail", "engine", "consumed",
+      "micro_batch_size", "accumulation_steps", "num_workers", "layout", "world_size"};
   std::uint64_t fields[field_count] = {};
   std::uint64_t rank = 0;  ///< the rank the sampler was built for; must be the process's own
 };
@@ -344,13 +344,14 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
   if (report.ok) {
     report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
   } else if (report.reads > report.expected_reads) {
-    report.message = "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
+    report.message =
+        "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
   } else if (report.reads < report.expected_reads) {
     report.message =
         "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
   } else {
-    report.message = "overlap and missing samples: the right number of reads but not of the right indices (" +
-                     counts + ")";
+    report.message =
+        "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
   }
   return report;
 }
@@ -398,7 +399,8 @@ template <class Sampler>
   }
   const char* port_text = std::getenv("MASTER_PORT");
   if (port_text == nullptr) {
-    detail::throw_config_error(std::string(who) + ": MASTER_PORT is not set (expected a TCP port, as torchrun sets it)");
+    detail::throw_config_error(std::string(who) +
+                               ": MASTER_PORT is not set (expected a TCP port, as torchrun sets it)");
   }
   const auto port = distsampler::detail::parse_decimal(port_text);
   if (port.error != distsampler::detail::DecimalError::ok) {

@@ -1,4 +1,4 @@
-// distsampler libtorch adapter internals: the pass and progress that a sampler and its copies (the DataLoader's) share, and states in torch's archives.
+// distsampler libtorch internals: the pass a sampler shares with its copies, and states in torch's archives.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_PASS_HPP
 #define DISTSAMPLER_TORCH_PASS_HPP
@@ -92,15 +92,15 @@ struct SharedPass {
   SharedPass(Core c, TorchEpochModeT m) : core(std::move(c)), mode(m) {}
 
   std::mutex mutex;
-  Core core;                  // the sampler the current pass reads
-  std::optional<Core> next;   // PassPending::segment: what the next pass reads
+  Core core;                 // the sampler the current pass reads
+  std::optional<Core> next;  // PassPending::segment: what the next pass reads
   TorchEpochModeT mode;
   PassPending pending = PassPending::keep;
   std::uint64_t pending_epoch = 0;
   PassPhase phase = PassPhase::idle;
-  std::uint64_t driver = 0;   // id of the copy that began the current pass; 0 once it is destroyed
-  std::uint64_t handed = 0;   // batches next() returned in the current pass
-  Progress progress;          // the adapter's position within the pass
+  std::uint64_t driver = 0;  // id of the copy that began the current pass; 0 once it is destroyed
+  std::uint64_t handed = 0;  // batches next() returned in the current pass
+  Progress progress;         // the adapter's position within the pass
 };
 
 // A fresh id per adapter object, so the shared pass knows which copy reads it.

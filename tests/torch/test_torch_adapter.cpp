@@ -32,9 +32,9 @@ struct IndexDataset : torch::data::datasets::Dataset<IndexDataset, torch::data::
 ds::SamplerOptions options(std::uint64_t seed, ds::Tail tail) { return ds::SamplerOptions{true, seed, tail}; }
 
 template <class P = ds::FeistelPermutation>
-ds::DistributedBatchSampler<P> batch_core(std::uint64_t n, std::uint64_t micro, ds::World world, std::uint64_t accumulation,
-                                          std::uint64_t seed, ds::Tail tail = ds::Tail::drop,
-                                          ds::EpochMode mode = ds::EpochMode::manual) {
+ds::DistributedBatchSampler<P> batch_core(std::uint64_t n, std::uint64_t micro, ds::World world,
+                                          std::uint64_t accumulation, std::uint64_t seed,
+                                          ds::Tail tail = ds::Tail::drop, ds::EpochMode mode = ds::EpochMode::manual) {
   ds::BatchSamplerOptions o;
   o.seed = seed;
   o.tail = tail;
@@ -58,7 +58,6 @@ std::vector<std::uint64_t> drain(Sampler& s, std::size_t batch) {
   return out;
 }
 
-
 // Loads `values` under `key` as an int64 tensor into `sampler`, as a hand-made archive.
 template <class Sampler>
 void load_raw(Sampler& sampler, const char* key, const std::vector<std::int64_t>& values) {
@@ -73,8 +72,8 @@ void load_raw(Sampler& sampler, const char* key, const std::vector<std::int64_t>
 
 }  // namespace
 
-CATCH_TEMPLATE_TEST_CASE("TorchSampler yields this rank's indices in batches", "[torch-adapter]", ds::FeistelPermutation,
-                   ds::TorchRandperm) {
+CATCH_TEMPLATE_TEST_CASE("TorchSampler yields this rank's indices in batches", "[torch-adapter]",
+                         ds::FeistelPermutation, ds::TorchRandperm) {
   ds::TorchSampler<TestType> s(103, ds::World(1, 4), options(9, ds::Tail::pad));
   s.reset();
   const auto got = drain(s, 5);
@@ -158,7 +157,7 @@ CATCH_TEST_CASE("load rejects state from another dataset or seed", "[torch-adapt
                           Catch::Matchers::StartsWith("TorchSampler::load: DistributedSampler::resume: tail differs "
                                                       "(state was saved with tail=drop, this sampler has tail=pad;"));
   CATCH_CHECK_THROWS_WITH(ds::TorchSampler<>(10, ds::World(0, 1), options(0, static_cast<ds::Tail>(9))),
-                    "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
+                          "DistributedSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
 }
 
 CATCH_TEST_CASE("An archive of the first release (9 fields, fixed world) resumes on another world size",
@@ -245,7 +244,6 @@ CATCH_TEST_CASE("TorchBatchSampler rejects a state of another dataset", "[torch-
                                                       "0x"));
 }
 
-
 CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter][errors]") {
   ds::TorchSampler<> s(1000, ds::World(2, 3), options(11, ds::Tail::pad));
   CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 2, 3, 4}),
@@ -265,8 +263,9 @@ CATCH_TEST_CASE("load rejects malformed archives with messages", "[torch-adapter
     out.save_to(stream);
     torch::serialize::InputArchive in;
     in.load_from(stream);
-    CATCH_CHECK_THROWS_WITH(s.load(in), "TorchSampler::load: 'distsampler_state' is not a 1-d int64 tensor (expected "
-                                        "the bytes of a SamplerState)");
+    CATCH_CHECK_THROWS_WITH(s.load(in),
+                            "TorchSampler::load: 'distsampler_state' is not a 1-d int64 tensor (expected "
+                            "the bytes of a SamplerState)");
   }
   CATCH_CHECK(s.epoch() == 0);  // unchanged by every failed load
   CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_state", {1, 1000, 11, 1, 0, 3, 2, 5, 999}),
@@ -374,8 +373,9 @@ CATCH_TEST_CASE("TorchShardSampler resumes from torch's archive: elastic, and ex
 CATCH_TEST_CASE("TorchShardSampler refuses another dataset size and foreign or malformed state",
                 "[torch-adapter][shards][errors]") {
   ds::TorchShardSampler s(shard_sizes, ds::World(0, 2), shard_options(ds::Tail::drop));
-  CATCH_CHECK_THROWS_WITH(s.reset(700), "TorchShardSampler::reset: the dataset has 700 samples but the shards hold 728 "
-                                        "(expected the shard sizes to describe the dataset)");
+  CATCH_CHECK_THROWS_WITH(s.reset(700),
+                          "TorchShardSampler::reset: the dataset has 700 samples but the shards hold 728 "
+                          "(expected the shard sizes to describe the dataset)");
   CATCH_CHECK_NOTHROW(s.reset(728));
   CATCH_CHECK_THROWS_WITH(load_raw(s, "distsampler_shard_state", {-1}),
                           "TorchShardSampler::load: 'distsampler_shard_state' holds -1 (expected bytes 0..255)");

@@ -1,4 +1,4 @@
-// distsampler tests: checkpoints through make_data_loader (shared progress, consumed counts, prefetching workers) and every misuse's message.
+// distsampler tests: checkpoints through make_data_loader with prefetching workers, and every misuse's message.
 // SPDX-License-Identifier: MIT
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
@@ -318,8 +318,9 @@ CATCH_TEST_CASE("The libtorch adapters refuse what a DataLoader cannot carry", "
                           "TorchBatchSampler: tail uneven can leave micro-batches of the last step empty, which a "
                           "libtorch DataLoader cannot carry (expected Tail::drop or Tail::pad)");
   ds::TorchBatchSampler<> batches(batch_core(100, 4, ds::World(0, 2), 1));
-  CATCH_CHECK_THROWS_WITH(batches.reset(99), "TorchBatchSampler::reset: the dataset has 99 samples but the batch "
-                                             "sampler was built for 100 (expected the same dataset size)");
+  CATCH_CHECK_THROWS_WITH(batches.reset(99),
+                          "TorchBatchSampler::reset: the dataset has 99 samples but the batch "
+                          "sampler was built for 100 (expected the same dataset size)");
   CATCH_CHECK_THROWS_WITH(ds::TorchSampler<>(10, ds::World(0, 1), ds::SamplerOptions{}, static_cast<ds::EpochMode>(7)),
                           "TorchSampler: epoch mode 7 is not an EpochMode (expected manual or auto_advance)");
   ds::TorchShardSampler shards(shard_core(ds::World(0, 1), 2));

@@ -1,4 +1,4 @@
-// distsampler tests: the c10d guard in one process, its ranks as threads over a HashStore: verdicts, named fields, cleanup, timeouts, environment errors.
+// distsampler tests: the c10d guard with ranks as threads over a HashStore: verdicts, fields, timeouts, environment.
 // SPDX-License-Identifier: MIT
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
@@ -75,7 +75,10 @@ CATCH_TEST_CASE("The guard passes correct shares on every rank and leaves no key
   store->setTimeout(std::chrono::seconds(20));
   for (const ds::Tail tail : {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven}) {
     const auto out = run_ranks(
-        3, [&](std::uint64_t r, c10d::Store& s) { return guard::check_epoch(plain(101, ds::World(r, 3), 7, tail), s, ds::World(r, 3)); },
+        3,
+        [&](std::uint64_t r, c10d::Store& s) {
+          return guard::check_epoch(plain(101, ds::World(r, 3), 7, tail), s, ds::World(r, 3));
+        },
         *store);
     for (const auto& o : out) {
       CATCH_CHECK(o.ok);
@@ -167,7 +170,8 @@ CATCH_TEST_CASE("The guard names the rank and the field that differ, on every ra
         return guard::check_epoch(shards(ds::World(1, 2), 1), s, ds::World(1, 2));
       },
       *store);
-  CATCH_CHECK(out[1].message == who + "rank 1 has sampler shard, rank 0 has distributed (expected the same on every rank)");
+  CATCH_CHECK(out[1].message ==
+              who + "rank 1 has sampler shard, rank 0 has distributed (expected the same on every rank)");
 }
 
 CATCH_TEST_CASE("The guard's sums catch overlap and missing samples", "[torch-guard]") {
@@ -178,8 +182,9 @@ CATCH_TEST_CASE("The guard's sums catch overlap and missing samples", "[torch-gu
       {{5, 6, 7, 8, 9}, "ok: disjoint and covering over 2 ranks (10 reads of 10 expected, 0 padding)"},
       {{4, 5, 6, 7, 8, 9}, "overlap: 1 extra reads (11 reads of 10 expected, 0 padding)"},
       {{5, 6, 7, 8}, "missing: 1 samples not read (9 reads of 10 expected, 0 padding)"},
-      {{4, 6, 7, 8, 9}, "overlap and missing samples: the right number of reads but not of the right indices (10 reads "
-                        "of 10 expected, 0 padding)"},
+      {{4, 6, 7, 8, 9},
+       "overlap and missing samples: the right number of reads but not of the right indices (10 reads "
+       "of 10 expected, 0 padding)"},
   };
   for (const auto& c : cases) {
     const auto out = run_ranks(
@@ -219,8 +224,9 @@ CATCH_TEST_CASE("store_from_env names the variable that is missing or malformed"
   ::unsetenv("MASTER_ADDR");
   ::unsetenv("MASTER_PORT");
   const std::string who = "distsampler::torch_guard::store_from_env: ";
-  CATCH_CHECK_THROWS_WITH(guard::store_from_env(), who + "MASTER_ADDR is not set (expected the host of rank 0, as "
-                                                          "torchrun sets it)");
+  CATCH_CHECK_THROWS_WITH(guard::store_from_env(), who +
+                                                       "MASTER_ADDR is not set (expected the host of rank 0, as "
+                                                       "torchrun sets it)");
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
   CATCH_CHECK_THROWS_WITH(guard::store_from_env(),
                           who + "MASTER_PORT is not set (expected a TCP port, as torchrun sets it)");

@@ -1,4 +1,4 @@
-// distsampler test program: one rank of a torchrun-style job running the c10d guard, correct or with one rank misconfigured on purpose.
+// distsampler test program: one rank of a torchrun-style job running the c10d guard, possibly misconfigured.
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch_guard.hpp>
 
@@ -42,7 +42,8 @@ void say(const ds::World& world, const std::string& what) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: torch_guard_rank ok|seed|world|rank|overlap  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
+    std::fprintf(stderr,
+                 "usage: torch_guard_rank ok|seed|world|rank|overlap  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
     return 2;
   }
   const std::string mode = argv[1];
