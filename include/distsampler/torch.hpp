@@ -103,7 +103,8 @@ class TorchSampler : public detail::SharedPassSampler<TorchSampler<Permutation>,
                                                 std::uint64_t /*handed*/) {
     std::uint64_t position = 0;
     for (const auto& run : progress) position += run.first * run.second;
-    if (position >= core.size() || batch_size == 0) return torch::nullopt;
+    if (batch_size == 0) detail::throw_config_error("TorchSampler::next: batch_size is 0 (expected at least 1)");
+    if (position >= core.size()) return torch::nullopt;
     const std::uint64_t count = std::min<std::uint64_t>(core.size() - position, batch_size);
     std::vector<std::uint64_t> indices(static_cast<std::size_t>(count));
     core.fill(position, count, indices.data());

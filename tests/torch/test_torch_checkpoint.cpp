@@ -323,7 +323,11 @@ CATCH_TEST_CASE("The libtorch adapters refuse what a DataLoader cannot carry", "
                           "sampler was built for 100 (expected the same dataset size)");
   CATCH_CHECK_THROWS_WITH(ds::TorchSampler<>(10, ds::World(0, 1), ds::SamplerOptions{}, static_cast<ds::EpochMode>(7)),
                           "TorchSampler: epoch mode 7 is not an EpochMode (expected manual or auto_advance)");
+  auto zero = plain(10, ds::World(0, 1));
+  CATCH_CHECK_THROWS_WITH(zero.next(0), "TorchSampler::next: batch_size is 0 (expected at least 1)");
+  CATCH_CHECK(zero.next(4)->size() == 4);  // the pass is intact
   ds::TorchShardSampler shards(shard_core(ds::World(0, 1), 2));
+  CATCH_CHECK_THROWS_WITH(shards.next(0), "TorchShardSampler::next: batch_size is 0 (expected at least 1)");
   (void)shards.next(5);
   (void)shards.next(6);
   CATCH_CHECK_THROWS_WITH(shards.state_after(2),
