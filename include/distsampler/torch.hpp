@@ -1,364 +1,365 @@
-// distsampler libtorch adapter (opt-in): the samplers as torch::data samplers, seeded, resumable and reshuffling through make_data_loader.
+// distsampler libtorch adapter (opt-in): the samplers as torch::data samplers, checkpoints exact through loaders.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_HPP
 #define DISTSAMPLER_TORCH_HPP
 
-#include <torch/data/samplers/base.h>
-#include <torch/serialize/archive.h>
-#include <torch/types.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distsampler.hpp"
+#include "torch_pass.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
-/// How a TorchSampler's epoch moves.
-enum class TorchEpochMode {
-  /// Only set_epoch changes it (torch's behaviour, but set_epoch reaches the DataLoader's copy).
-  manual,
-  /// Every reset() after the first starts the next epoch, so a loop over
-  /// `*loader` reshuffles each pass even when set_epoch is forgotten.
-  advance_on_reset,
+/// How the libtorch adapters share one pass with their copies, and how checkpoints stay exact.
+///
+/// `torch::data::make_data_loader` copies its sampler and keeps the copy. Copies of a
+/// distsampler adapter are handles to one shared sampler: the loader's copy reads the
+/// pass, the caller's object sets the epoch, saves and resumes it. The pattern:
+///
+///     distsampler::TorchSampler<> sampler(n, world, options);
+///     if (resuming) torch::load(sampler, path);               // before the loader iterates
+///     auto loader = torch::data::make_data_loader(dataset, sampler, opts.batch_size(32).workers(2));
+///     for (std::uint64_t epoch = sampler.epoch(); epoch < epochs; ++epoch) {
+///       sampler.set_epoch(epoch);                             // keeps a resumed position in its epoch
+///       std::uint64_t consumed = 0;
+///       for (auto& batch : *loader) {
+///         train(batch);
+///         ++consumed;                                         // batches the loop received
+///         if (consumed % 100 == 0) {
+///           torch::serialize::OutputArchive archive;
+///           sampler.save(archive, consumed);                  // not what the workers prefetched
+///           archive.save_to(path);
+///         }
+///       }
+///     }
+///
+/// The loader's workers fetch ahead of the loop, so a checkpoint names the batches the
+/// loop consumed: `save(archive, batches_consumed)` or `state_after(batches_consumed)`
+/// (a SamplerState, e.g. for a text checkpoint). torch's own `save(archive)` (what
+/// `torch::save(sampler, ...)` calls) throws state_error while a loader reads the pass.
+/// The loader must keep its default `enforce_ordering(true)`, so batch j of a pass is
+/// the j-th the loop receives.
+///
+/// Misuse is loud: load/resume while a pass runs, set_epoch that would discard a resumed
+/// position, a consumed count beyond what was handed out, two loaders over copies of one
+/// sampler, and an archive without the sampler's key throw state_error or config_error
+/// saying what to do instead.
+///
+/// Epochs: under EpochMode::manual a pass rewinds to the start of the epoch unless
+/// set_epoch selected another (torch's behaviour); under EpochMode::auto_advance every
+/// pass after the first reads the next epoch unless set_epoch, resume or load selected
+/// what it reads. Thread-safety: every member locks the shared state, so copies may be
+/// used from different threads; a pass has one reader.
+
+/// A libtorch sampler over `DistributedSampler<Permutation>`: a drop-in for
+/// `DistributedRandomSampler` with a seed, a platform-independent order (torch's own with
+/// `TorchRandperm`), every tail policy and O(1) memory with the default FeistelPermutation.
+///
+/// `next(k)` returns up to k indices of this rank's share (nullopt once the pass is done).
+/// States are SamplerStates, so `load`/`resume` continue on another world size (elastic):
+/// the rest of the epoch is read exactly once. `reset(new_size)` with another size rebuilds
+/// the share for the same world and options. Throws config_error from the constructor as
+/// DistributedSampler does; see above for the rest.
+template <class Permutation = FeistelPermutation>
+class TorchSampler : public detail::SharedPassSampler<TorchSampler<Permutation>, DistributedSampler<Permutation>,
+                                                      std::vector<std::pair<std::uint64_t, std::uint64_t>>> {
+  using Core = DistributedSampler<Permutation>;
+  // Batches handed out in this pass, run-length coded: (samples per batch, batches).
+  using Progress = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  using Base = detail::SharedPassSampler<TorchSampler<Permutation>, Core, Progress>;
+  friend Base;
+
+ public:
+  using typename Base::BatchRequestType;
+
+  TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {}, EpochMode mode = EpochMode::manual,
+               typename Permutation::options_type permutation = {})
+      : Base(Core(dataset_size, world, options, permutation), mode) {}
+
+  /// The sampler the current pass reads (or the next one, when set_epoch or resume is pending).
+  [[nodiscard]] Core sampler() const { return this->snapshot(); }
+
+  /// Begins a pass (see the class comment for the epoch it reads).
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    this->reset_pass([&](Core& core) {
+      if (new_size && static_cast<std::uint64_t>(*new_size) != core.dataset_size()) {
+        core = Core(*new_size, core.world(), core.options(), core.permutation_settings());
+      }
+    });
+  }
+
+ private:
+  static constexpr const char* name = "TorchSampler";
+  static constexpr const char* key = "distsampler_state";
+
+  static void begin(Core& /*core*/, Progress& progress) { progress.clear(); }
+
+  static torch::optional<BatchRequestType> take(Core& core, Progress& progress, std::size_t batch_size,
+                                                std::uint64_t /*handed*/) {
+    std::uint64_t position = 0;
+    for (const auto& run : progress) position += run.first * run.second;
+    if (batch_size == 0) detail::throw_config_error("TorchSampler::next: batch_size is 0 (expected at least 1)");
+    if (position >= core.size()) return torch::nullopt;
+    const std::uint64_t count = std::min<std::uint64_t>(core.size() - position, batch_size);
+    std::vector<std::uint64_t> indices(static_cast<std::size_t>(count));
+    core.fill(position, count, indices.data());
+    if (!progress.empty() && progress.back().first == count) {
+      ++progress.back().second;
+    } else {
+      progress.emplace_back(count, 1);
+    }
+    return BatchRequestType(indices.begin(), indices.end());
+  }
+
+  static SamplerState state_at(const Core& core, const Progress& progress, std::uint64_t batches) {
+    std::uint64_t samples = 0;
+    for (const auto& run : progress) {
+      const std::uint64_t take_runs = std::min(batches, run.second);
+      samples += run.first * take_runs;
+      batches -= take_runs;
+    }
+    return core.state(samples);
+  }
+
+  // States are SamplerState bytes. Archives of the first release hold 9 int64 fields
+  // (format 1, dataset_size, seed, shuffle, tail, world_size, rank, epoch, position): the
+  // strided position they name is converted, so they resume on any world size too.
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& core) {
+    const auto* v = tensor.data_ptr<std::int64_t>();
+    if (tensor.numel() != 9 || v[0] != 1 || v[1] <= 0 || v[5] <= 0 || v[7] < 0 || v[8] < 0) {
+      return detail::state_from_tensor(tensor, key, who);
+    }
+    if (v[3] < 0 || v[3] > 1 || v[4] < 0 || v[4] > 2) {
+      detail::throw_state_error(who + ": '" + key + "' holds shuffle " + std::to_string(v[3]) + " and tail " +
+                                std::to_string(v[4]) + " (expected 0..1 and 0..2 in a first-release record)");
+    }
+    const auto n = static_cast<std::uint64_t>(v[1]), w = static_cast<std::uint64_t>(v[5]);
+    const auto position = static_cast<std::uint64_t>(v[8]);
+    StateKey saved = core.key();
+    saved.dataset_size = n;
+    saved.seed = static_cast<std::uint64_t>(v[2]);
+    saved.shuffle = v[3] == 1;
+    saved.tail = static_cast<Tail>(v[4]);
+    // Every rank of w had read `position` slots of the strided split: consumed = position * w
+    // (all of the epoch once a rank passed the full rounds).
+    const std::uint64_t full_rounds = w == 0 ? 0 : n / w;
+    const std::uint64_t max_size = full_rounds + (w != 0 && n % w != 0 && saved.tail != Tail::drop ? 1 : 0);
+    if (w == 0 || position > max_size) {
+      detail::throw_state_error(who + ": '" + key + "' holds position " + std::to_string(position) +
+                                ", past the end of a rank's share of " + std::to_string(n) + " samples over " +
+                                std::to_string(w) + " ranks (expected a first-release record)");
+    }
+    SamplerState state;
+    state.dataset_size = n;
+    state.seed = saved.seed;
+    state.epoch = static_cast<std::uint64_t>(v[7]);
+    state.consumed = position > full_rounds ? n : position * w;
+    state.set_key(saved);
+    return state;
+  }
+
+  static void resume_core(Core& core, const SamplerState& state) { core.resume(state); }
+  static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
+  static bool segment_empty(const Core& core) {
+    const std::uint64_t remaining = core.dataset_size() - core.start();
+    return remaining == 0 || (core.options().tail == Tail::drop && remaining < core.world_size());
+  }
+};
+
+/// A libtorch sampler over DistributedBatchSampler: each `next()` returns this rank's next
+/// micro-batch (micro_batch_size indices, whatever batch size the loader asks for: set the
+/// DataLoader's batch_size to the micro-batch size), step by step, accumulation round by
+/// round. Every rank yields the same number of micro-batches per pass; batch j of a pass
+/// is micro-batch j % accumulation_steps of step j / accumulation_steps.
+///
+/// The batch sampler is taken as it is: one already resumed continues its resumed
+/// position in the first pass. Its `epoch_mode` option is the adapter's EpochMode. States
+/// resume on any world size, accumulation and micro-batch size (elastic). Throws
+/// config_error for Tail::uneven (its last step can hold empty micro-batches, which a
+/// DataLoader cannot carry) and from reset() for a new dataset size.
+template <class Permutation = FeistelPermutation>
+class TorchBatchSampler
+    : public detail::SharedPassSampler<TorchBatchSampler<Permutation>, DistributedBatchSampler<Permutation>, char> {
+  using Core = DistributedBatchSampler<Permutation>;
+  using Base = detail::SharedPassSampler<TorchBatchSampler<Permutation>, Core, char>;
+  friend Base;
+
+ public:
+  using typename Base::BatchRequestType;
+
+  explicit TorchBatchSampler(const Core& batches) : Base(checked(batches), batches.options().epoch_mode) {}
+
+  /// The batch sampler the current pass reads (or the next one, when set_epoch or resume is pending).
+  [[nodiscard]] Core batches() const { return this->snapshot(); }
+
+  /// Begins a pass. Throws config_error for a new size other than the batch sampler's dataset size.
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    this->reset_pass([&](Core& core) {
+      if (new_size && static_cast<std::uint64_t>(*new_size) != core.dataset_size()) {
+        detail::throw_config_error("TorchBatchSampler::reset: the dataset has " + std::to_string(*new_size) +
+                                   " samples but the batch sampler was built for " +
+                                   std::to_string(core.dataset_size()) + " (expected the same dataset size)");
+      }
+    });
+  }
+
+ private:
+  static constexpr const char* name = "TorchBatchSampler";
+  static constexpr const char* key = "distsampler_batch_state";
+
+  static const Core& checked(const Core& batches) {
+    if (batches.options().tail == Tail::uneven) {
+      detail::throw_config_error(
+          "TorchBatchSampler: tail uneven can leave micro-batches of the last step empty, "
+          "which a libtorch DataLoader cannot carry (expected Tail::drop or Tail::pad)");
+    }
+    return batches;
+  }
+
+  static void begin(Core& /*core*/, char& /*progress*/) {}
+
+  static torch::optional<BatchRequestType> take(Core& core, char& /*progress*/, std::size_t /*batch_size*/,
+                                                std::uint64_t handed) {
+    const std::uint64_t k = core.micro_batches_per_step();
+    if (handed >= core.num_steps() * k) return torch::nullopt;
+    const auto indices = core.micro_batch(handed / k, handed % k);
+    return BatchRequestType(indices.begin(), indices.end());
+  }
+
+  static SamplerState state_at(const Core& core, const char& /*progress*/, std::uint64_t batches) {
+    const std::uint64_t k = core.micro_batches_per_step();
+    return core.state(batches / k, batches % k);
+  }
+
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& /*core*/) {
+    return detail::state_from_tensor(tensor, key, who);
+  }
+  static void resume_core(Core& core, const SamplerState& state) { core.resume(state); }
+  static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
+  static bool segment_empty(const Core& core) { return core.num_steps() == 0; }
 };
 
 namespace detail {
 
-// A SamplerState as an int64 tensor of its bytes under `key` in torch's archive.
-inline void write_state(torch::serialize::OutputArchive& archive, const char* key, const SamplerState& state) {
-  const auto bytes = state.to_bytes();
-  std::vector<std::int64_t> values(bytes.begin(), bytes.end());
-  archive.write(key, torch::tensor(values, torch::kInt64), /*is_buffer=*/true);
-}
-
-// Reads what write_state wrote; state_error (prefixed by `who`) for anything else.
-inline SamplerState read_state(torch::serialize::InputArchive& archive, const char* key, const char* who) {
-  torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(SamplerState::byte_size)}, torch::kInt64);
-  archive.read(key, tensor, /*is_buffer=*/true);
-  if (tensor.dim() != 1 || tensor.scalar_type() != torch::kInt64) {
-    throw_state_error(std::string(who) + ": '" + key + "' is not a 1-d int64 tensor");
-  }
-  tensor = tensor.contiguous();
-  const auto* values = tensor.data_ptr<std::int64_t>();
-  std::vector<std::uint8_t> bytes;
-  for (std::int64_t i = 0; i < tensor.numel(); ++i) {
-    if (values[i] < 0 || values[i] > 255) {
-      throw_state_error(std::string(who) + ": '" + key + "' holds " + std::to_string(values[i]) +
-                        " (expected bytes 0..255)");
-    }
-    bytes.push_back(static_cast<std::uint8_t>(values[i]));
-  }
-  return SamplerState::from_bytes(bytes.data(), bytes.size());
-}
-
-// The epoch that a sampler and its copies (the DataLoader's among them) share.
-struct SharedEpoch {
-  std::atomic<std::uint64_t> epoch{0};
-  std::atomic<bool> started{false};
-
-  // The epoch a new pass reads: in advance_on_reset mode every pass after the first
-  // advances it.
-  std::uint64_t begin_pass(TorchEpochMode mode) {
-    if (mode == TorchEpochMode::advance_on_reset && started.exchange(true)) ++epoch;
-    return epoch.load();
-  }
-};
-
-// What every libtorch adapter keeps: the epoch its copies share, how passes move it,
-// the read position of this copy, and whether load() left a pass for the next reset().
-class TorchAdapter : public torch::data::samplers::Sampler<std::vector<std::size_t>> {
- public:
-  using BatchRequestType = std::vector<std::size_t>;
-
-  /// The epoch this object and its copies read.
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return shared_->epoch.load(); }
-
- protected:
-  explicit TorchAdapter(TorchEpochMode mode, std::uint64_t epoch = 0)
-      : shared_(std::make_shared<SharedEpoch>()), mode_(mode) {
-    shared_->epoch.store(epoch);
-  }
-
-  // set_epoch: every copy takes `epoch` up at its next reset(); this one rewinds now.
-  void share_epoch(std::uint64_t epoch) {
-    shared_->epoch.store(epoch);
-    position_ = 0;
-  }
-  // True (once) when load() left a pass that the loader's first reset() must continue.
-  bool continue_loaded() {
-    const bool was = resumed_;
-    resumed_ = false;
-    return was;
-  }
-  // The epoch of a new pass (see SharedEpoch::begin_pass); rewinds.
-  std::uint64_t begin_pass() {
-    position_ = 0;
-    return shared_->begin_pass(mode_);
-  }
-  // True when another copy moved the shared epoch away from `current` before this copy
-  // started reading: the caller switches to epoch().
-  [[nodiscard]] bool epoch_moved(std::uint64_t current) const noexcept {
-    return position_ == 0 && epoch() != current;
-  }
-  // After load(): the loaded epoch is shared and the next reset() continues at `position`.
-  void loaded(std::uint64_t epoch, std::uint64_t position) {
-    shared_->epoch.store(epoch);
-    shared_->started.store(true);
-    position_ = position;
-    resumed_ = true;
-  }
-
-  std::shared_ptr<SharedEpoch> shared_;
-  TorchEpochMode mode_;
-  std::uint64_t position_ = 0;
-  bool resumed_ = false;
+// Where a TorchShardSampler's pass stands: the loader's batch size, each worker stream's
+// read position, and whose turn it is.
+struct ShardPassProgress {
+  std::uint64_t batch_size = 0;  // the first batch's size (0 before it)
+  bool varying = false;          // a later batch asked for another size
+  std::vector<std::uint64_t> done;
+  std::uint64_t turn = 0;
 };
 
 }  // namespace detail
 
-/// A libtorch sampler (`torch::data::samplers::Sampler<std::vector<size_t>>`) over
-/// `DistributedSampler<Permutation>`: a drop-in for `DistributedRandomSampler` with a
-/// seed, a platform-independent order (torch's own with `TorchRandperm`), every tail
-/// policy, O(1) memory with the default Feistel permutation, and an epoch that copies
-/// share.
+/// A libtorch sampler over one rank's StreamingShardSampler streams: `next(k)` returns the
+/// global indices of the next k samples of one worker stream, for a map-style dataset that
+/// reads sample i of the concatenated shards. The rank's num_workers streams take turns,
+/// batch by batch (worker 0, 1, ..., skipping streams that ran out, each stream ending with
+/// its own short batch), as torch's Python DataLoader takes batches from its workers: each
+/// batch is shard-local (a few shards open at a time, runs of consecutive records). Build
+/// it with num_workers equal to the DataLoader's workers so each worker thread fetches
+/// batches of one stream at a time. Under Tail::pad a stream may end with a flagged
+/// duplicate (libtorch requests cannot carry the flag; use drop or uneven for exact
+/// evaluation).
 ///
-/// `torch::data::make_data_loader` copies its sampler, so with libtorch's own samplers
-/// `set_epoch` on the caller's object no longer reaches the loader. Copies of a
-/// TorchSampler share one epoch counter: `sampler.set_epoch(e)` before `loader->begin()`
-/// takes effect in the loader's copy at its next reset(). Each copy keeps its own read
-/// position.
-///
-/// `next(k)` returns up to k indices of this rank (nullopt once the epoch is done).
-/// `save`/`load` write and read the epoch and position through torch's archives, with
-/// the dataset size, seed, options and world, and `load` throws state_error when they
-/// differ from this sampler's. Load before `make_data_loader` (which copies the sampler):
-/// the loader's first reset() then continues the loaded pass instead of rewinding. Throws config_error from the constructor as
-/// DistributedSampler does. Not thread-safe per object (the loader calls it from one
-/// thread); the shared epoch is atomic.
-template <class Permutation = FeistelPermutation>
-class TorchSampler : public detail::TorchAdapter {
+/// The DataLoader asks for a constant batch size; state_after throws config_error when it
+/// changed within the pass. state_after(b) is `StreamingShardSampler::state_after_batches(b,
+/// batch_size)`: the job's exact consumed positions when every rank's loop received b
+/// batches. States resume on any world size and worker count (elastic); on the same world
+/// every stream continues where it stopped. Throws config_error from the constructor as
+/// StreamingShardSampler does and from reset() for a dataset size other than the shards'.
+class TorchShardSampler
+    : public detail::SharedPassSampler<TorchShardSampler, StreamingShardSampler, detail::ShardPassProgress> {
+  using Core = StreamingShardSampler;
+  using Progress = detail::ShardPassProgress;
+  using Base = detail::SharedPassSampler<TorchShardSampler, Core, Progress>;
+  friend Base;
+
  public:
-  TorchSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
-               TorchEpochMode mode = TorchEpochMode::manual, typename Permutation::options_type permutation = {})
-      : TorchAdapter(mode), sampler_(dataset_size, world, options, permutation) {}
+  /// Takes the shard sampler as it is (a resumed one continues in the first pass).
+  explicit TorchShardSampler(StreamingShardSampler sampler, EpochMode mode = EpochMode::manual)
+      : Base(std::move(sampler), mode) {}
 
-  /// Selects the epoch for this object and every copy (the DataLoader's included); a copy
-  /// switches at its next reset(). Resets this object's position.
-  void set_epoch(std::uint64_t epoch) {
-    share_epoch(epoch);
-    sampler_.set_epoch(epoch);
-  }
-  /// Indices of this rank already returned by next() in this epoch.
-  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
-  [[nodiscard]] const DistributedSampler<Permutation>& sampler() const noexcept { return sampler_; }
-
-  /// Starts a pass: picks up the shared epoch (advancing it first in advance_on_reset
-  /// mode, except on the very first reset) and rewinds. A new size rebuilds the sampler
-  /// for the same world and options.
-  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
-    if (!new_size && continue_loaded()) return;  // the loader's first reset after load()
-    resumed_ = false;
-    const std::uint64_t epoch = begin_pass();
-    if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
-      sampler_ = DistributedSampler<Permutation>(*new_size, sampler_.world(), sampler_.options(),
-                                                 sampler_.permutation_settings());
-    }
-    sampler_.set_epoch(epoch);
-  }
-
-  torch::optional<BatchRequestType> next(std::size_t batch_size) override {
-    if (epoch_moved(sampler_.epoch())) sampler_.set_epoch(epoch());
-    if (position_ >= sampler_.size()) return torch::nullopt;
-    const std::uint64_t end = std::min<std::uint64_t>(sampler_.size(), position_ + batch_size);
-    BatchRequestType batch;
-    batch.reserve(static_cast<std::size_t>(end - position_));
-    for (; position_ < end; ++position_) batch.push_back(static_cast<std::size_t>(sampler_.get(position_)));
-    return batch;
-  }
-
-  void save(torch::serialize::OutputArchive& archive) const override {
-    const std::vector<std::uint64_t> fields = record(shared_->epoch.load(), position_);
-    std::vector<std::int64_t> words(fields.size());
-    std::memcpy(words.data(), fields.data(), fields.size() * sizeof(std::uint64_t));
-    archive.write(key, torch::tensor(words, torch::kInt64), /*is_buffer=*/true);
-  }
-
-  void load(torch::serialize::InputArchive& archive) override {
-    torch::Tensor tensor = torch::empty({static_cast<std::int64_t>(field_count)}, torch::kInt64);
-    archive.read(key, tensor, /*is_buffer=*/true);
-    if (tensor.dim() != 1 || tensor.numel() != static_cast<std::int64_t>(field_count) ||
-        tensor.scalar_type() != torch::kInt64) {
-      detail::throw_state_error("TorchSampler::load: '" + std::string(key) + "' has " +
-                                std::to_string(tensor.numel()) + " values (expected " +
-                                std::to_string(field_count) + " int64 values)");
-    }
-    tensor = tensor.contiguous();
-    std::vector<std::uint64_t> saved(field_count);
-    std::memcpy(saved.data(), tensor.data_ptr<std::int64_t>(), field_count * sizeof(std::uint64_t));
-    const std::vector<std::uint64_t> mine = record(saved[7], saved[8]);
-    static const char* const names[7] = {"format version", "dataset_size", "seed", "shuffle", "tail", "world_size",
-                                         "rank"};
-    for (std::size_t f = 0; f < 7; ++f) {
-      if (saved[f] != mine[f]) {
-        detail::throw_state_error("TorchSampler::load: saved " + std::string(names[f]) + " " +
-                                  std::to_string(saved[f]) + " differs from this sampler's " +
-                                  std::to_string(mine[f]) + " (expected the same dataset, options and world)");
-      }
-    }
-    // The rank's share has the same size in every epoch (the sampler is never resumed here).
-    if (saved[8] > sampler_.size()) {
-      detail::throw_state_error("TorchSampler::load: saved position " + std::to_string(saved[8]) +
-                                " exceeds this rank's " + std::to_string(sampler_.size()) + " samples per epoch");
-    }
-    sampler_.set_epoch(saved[7]);
-    loaded(saved[7], saved[8]);
-  }
-
- private:
-  static constexpr const char* key = "distsampler_state";
-  static constexpr std::size_t field_count = 9;
-  static constexpr std::uint64_t format_version = 1;
-
-
-  std::vector<std::uint64_t> record(std::uint64_t epoch, std::uint64_t position) const {
-    const SamplerOptions& o = sampler_.options();
-    return {format_version,       sampler_.dataset_size(), o.seed, o.shuffle ? 1u : 0u,
-            static_cast<std::uint64_t>(o.tail), sampler_.world_size(), sampler_.rank(), epoch, position};
-  }
-
-  DistributedSampler<Permutation> sampler_;
-};
-
-/// A libtorch sampler over DistributedBatchSampler: each `next()` returns this rank's next
-/// micro-batch (micro_batch_size indices, whatever batch size the loader asks for; set
-/// the DataLoader's batch_size to the micro-batch size), step by step, accumulation round
-/// by round. Every rank yields the same number of micro-batches per epoch.
-///
-/// `save` writes the batch sampler's SamplerState (bytes) into torch's archive; `load`
-/// resumes it with this sampler's world size and accumulation, which may differ from the
-/// saving run's (elastic resume): the rest of the epoch is read exactly once. Load before
-/// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
-/// from the constructor as DistributedBatchSampler does, state_error from load.
-template <class Permutation = FeistelPermutation>
-class TorchBatchSampler : public detail::TorchAdapter {
- public:
-  TorchBatchSampler(DistributedBatchSampler<Permutation> batches, TorchEpochMode mode = TorchEpochMode::manual)
-      : TorchAdapter(mode, batches.epoch()), batches_(std::move(batches)) {}
-
-  /// As TorchSampler::set_epoch: reaches every copy at its next reset().
-  void set_epoch(std::uint64_t epoch) {
-    share_epoch(epoch);
-    batches_.set_epoch(epoch);
-  }
-  /// Micro-batches of this rank returned since the epoch (or the resumed part) began.
-  [[nodiscard]] std::uint64_t micro_batches_done() const noexcept { return position_; }
-  [[nodiscard]] const DistributedBatchSampler<Permutation>& batches() const noexcept { return batches_; }
-
-  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
-    if (continue_loaded()) return;
-    batches_.set_epoch(begin_pass());
-  }
-
-  torch::optional<BatchRequestType> next(std::size_t /*batch_size*/) override {
-    const std::uint64_t k = batches_.micro_batches_per_step();
-    if (position_ >= batches_.num_steps() * k) return torch::nullopt;
-    const auto indices = batches_.micro_batch(position_ / k, position_ % k);
-    ++position_;
-    return BatchRequestType(indices.begin(), indices.end());
-  }
-
-  void save(torch::serialize::OutputArchive& archive) const override {
-    const std::uint64_t k = batches_.micro_batches_per_step();
-    detail::write_state(archive, key, batches_.state(position_ / k, position_ % k));
-  }
-
-  void load(torch::serialize::InputArchive& archive) override {
-    const SamplerState state = detail::read_state(archive, key, "TorchBatchSampler::load");
-    batches_.resume(state);
-    loaded(state.epoch, 0);
-  }
-
- private:
-  static constexpr const char* key = "distsampler_batch_state";
-
-  DistributedBatchSampler<Permutation> batches_;
-};
-
-/// A libtorch sampler over one rank's StreamingShardSampler stream: `next(k)` returns the
-/// global indices of the rank's next k samples, in the shard-local order (a few shards at
-/// a time, runs of consecutive records), for a map-style dataset that reads sample i of
-/// the concatenated shards. libtorch's DataLoader asks its sampler from one thread and
-/// lets its workers fetch the batches, so the rank has one stream (num_workers = 1).
-/// Under Tail::pad the last batch may repeat one sample to keep ranks equal (libtorch
-/// requests cannot carry a padding flag; use drop or uneven for exact evaluation).
-///
-/// `save` writes the job's SamplerState (bytes) assuming every rank has returned the
-/// same number of samples, as lockstep training does; `load` resumes it on this sampler's
-/// world size, which may differ (elastic): the rest of the epoch is read exactly once,
-/// and on the same world size every rank continues exactly where it stopped. Load before
-/// `make_data_loader`. Copies share the epoch as TorchSampler's do. Throws config_error
-/// from the constructor as StreamingShardSampler does (options.num_workers is ignored: one
-/// stream), and from reset() for a new dataset
-/// size other than the shards' total; state_error from load.
-class TorchShardSampler : public detail::TorchAdapter {
- public:
+  /// One stream per rank (num_workers 1).
   TorchShardSampler(std::vector<std::uint64_t> shard_sizes, World world, ShardSamplerOptions options = {},
-                    TorchEpochMode mode = TorchEpochMode::manual)
-      : TorchAdapter(mode), sampler_(std::move(shard_sizes), world, ShardSamplerOptions(options).with_num_workers(1)) {}
+                    EpochMode mode = EpochMode::manual)
+      : Base(make_core(std::move(shard_sizes), world, options), mode) {}
 
-  /// As TorchSampler::set_epoch: reaches every copy at its next reset().
-  void set_epoch(std::uint64_t epoch) {
-    share_epoch(epoch);
-    sampler_.set_epoch(epoch);
-  }
-  /// Samples of this rank returned since the epoch (or the resumed segment) began.
-  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
-  [[nodiscard]] const StreamingShardSampler& sampler() const noexcept { return sampler_; }
+  /// The shard sampler the current pass reads (or the next one, when set_epoch or resume is pending).
+  [[nodiscard]] Core sampler() const { return this->snapshot(); }
 
+  /// Begins a pass. Throws config_error for a new size other than the shards' total.
   void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
-    if (new_size && static_cast<std::uint64_t>(*new_size) != sampler_.dataset_size()) {
-      detail::throw_config_error("TorchShardSampler::reset: the dataset has " + std::to_string(*new_size) +
-                                 " samples but the shards hold " + std::to_string(sampler_.dataset_size()) +
-                                 " (expected the shard sizes to describe the dataset)");
-    }
-    if (continue_loaded()) return;  // the loader's first reset after load() continues the segment
-    sampler_.set_epoch(begin_pass());
-  }
-
-  torch::optional<BatchRequestType> next(std::size_t batch_size) override {
-    if (epoch_moved(sampler_.epoch())) sampler_.set_epoch(epoch());
-    const std::uint64_t size = sampler_.worker_size(0);
-    if (position_ >= size) return torch::nullopt;
-    const std::uint64_t count = std::min<std::uint64_t>(size - position_, batch_size);
-    BatchRequestType batch;
-    batch.reserve(static_cast<std::size_t>(count));
-    sampler_.for_each(0, [&](const ShardSample& x) { batch.push_back(static_cast<std::size_t>(x.index)); },
-                      position_, count);
-    position_ += count;
-    return batch;
-  }
-
-  void save(torch::serialize::OutputArchive& archive) const override {
-    detail::write_state(archive, key, sampler_.state(position_));
-  }
-
-  void load(torch::serialize::InputArchive& archive) override {
-    const SamplerState state = detail::read_state(archive, key, "TorchShardSampler::load");
-    sampler_.resume(state);
-    loaded(state.epoch, 0);
+    this->reset_pass([&](Core& core) {
+      if (new_size && static_cast<std::uint64_t>(*new_size) != core.dataset_size()) {
+        detail::throw_config_error("TorchShardSampler::reset: the dataset has " + std::to_string(*new_size) +
+                                   " samples but the shards hold " + std::to_string(core.dataset_size()) +
+                                   " (expected the shard sizes to describe the dataset)");
+      }
+    });
   }
 
  private:
+  static constexpr const char* name = "TorchShardSampler";
   static constexpr const char* key = "distsampler_shard_state";
 
-  StreamingShardSampler sampler_;
+  static Core make_core(std::vector<std::uint64_t> shard_sizes, World world, const ShardSamplerOptions& options) {
+    return Core(std::move(shard_sizes), world, ShardSamplerOptions(options).with_num_workers(1));
+  }
+
+  static void begin(Core& core, Progress& progress) {
+    progress.batch_size = 0;
+    progress.varying = false;
+    progress.done.assign(static_cast<std::size_t>(core.num_workers()), 0);
+    progress.turn = 0;
+  }
+
+  static torch::optional<BatchRequestType> take(Core& core, Progress& progress, std::size_t batch_size,
+                                                std::uint64_t /*handed*/) {
+    if (batch_size == 0) detail::throw_config_error("TorchShardSampler::next: batch_size is 0 (expected at least 1)");
+    if (progress.batch_size != 0 && progress.batch_size != batch_size) progress.varying = true;
+    const std::uint64_t workers = core.num_workers();
+    for (std::uint64_t tried = 0; tried < workers; ++tried) {
+      const std::uint64_t w = (progress.turn + tried) % workers;
+      std::uint64_t& done = progress.done[static_cast<std::size_t>(w)];
+      const std::uint64_t size = core.worker_size(w);
+      if (done >= size) continue;
+      const std::uint64_t count = std::min<std::uint64_t>(size - done, batch_size);
+      BatchRequestType batch;
+      batch.reserve(static_cast<std::size_t>(count));
+      core.for_each(
+          w, [&](const ShardSample& x) { batch.push_back(static_cast<std::size_t>(x.index)); }, done, count);
+      done += count;
+      progress.turn = (w + 1) % workers;
+      if (progress.batch_size == 0) progress.batch_size = batch_size;
+      return batch;
+    }
+    return torch::nullopt;
+  }
+
+  static SamplerState state_at(const Core& core, const Progress& progress, std::uint64_t batches) {
+    if (batches == 0) return core.state(0);
+    if (progress.varying) {
+      detail::throw_config_error(
+          "TorchShardSampler::state_after: the batch size changed within this pass (expected "
+          "a constant batch_size, as a DataLoader asks, for a state after " +
+          std::to_string(batches) + " batches)");
+    }
+    return distsampler::state_after_batches(core, batches, progress.batch_size);
+  }
+
+  static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& /*core*/) {
+    return detail::state_from_tensor(tensor, key, who);
+  }
+  static void resume_core(Core& core, const SamplerState& state) { core.resume(state); }
+  static void set_core_epoch(Core& core, std::uint64_t epoch) { core.set_epoch(epoch); }
+  static bool segment_empty(const Core& core) { return core.consumer_size(0) == 0; }
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -1,0 +1,434 @@
+// distsampler c10d guard (opt-in): ranks of a torchrun job agree on the sampler and read disjoint, covering shares.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_TORCH_GUARD_HPP
+#define DISTSAMPLER_TORCH_GUARD_HPP
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "detail/decimal.hpp"
+#include "detail/mix.hpp"
+#include "distsampler.hpp"
+#include "torch.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+namespace torch_guard {
+
+/// What every rank must agree on, and who it claims to be: the sampler's key (family,
+/// dataset size, seed, epoch, options, the segment a resume left) and its World. Filled
+/// by check_epoch for the library's samplers; fill it yourself for check_reads.
+struct GuardKey {
+  static constexpr std::size_t field_count = 13;
+  /// Field names, in the order they are compared (the first difference is reported).
+  static constexpr const char* names[field_count] = {
+      "sampler",          "dataset_size",       "seed",        "epoch",  "shuffle",   "tail", "engine", "consumed",
+      "micro_batch_size", "accumulation_steps", "num_workers", "layout", "world_size"};
+  std::uint64_t fields[field_count] = {};
+  std::uint64_t rank = 0;  ///< the rank the sampler was built for; must be the process's own
+};
+
+/// Order-independent sums over the indices one rank read: equal multisets give equal
+/// sums; a duplicated or missing index changes both 64-bit sums unless two independent
+/// hashes collide (probability about 2^-64). O(1) per index, no allocation. Not
+/// thread-safe: give each thread its own and merge them.
+class ReadSums {
+ public:
+  void read(std::uint64_t index) noexcept { add(0, index); }
+  /// A flagged padding slot (a duplicate by design: counted, not hashed).
+  void padding() noexcept { ++values_[3]; }
+  /// An index this segment leaves unread on purpose (consumed before it, or dropped by the
+  /// tail), fed by exactly one rank, so the sums cover all N samples.
+  void skip(std::uint64_t index) noexcept { add(4, index); }
+  void merge(const ReadSums& other) noexcept {
+    for (int i = 0; i < 7; ++i) values_[i] += other.values_[i];
+  }
+  /// reads, sum a, sum b, padding, skips, skip sum a, skip sum b.
+  [[nodiscard]] const std::uint64_t* values() const noexcept { return values_; }
+
+  [[nodiscard]] static std::uint64_t hash_a(std::uint64_t x) noexcept { return detail::splitmix64(x); }
+  [[nodiscard]] static std::uint64_t hash_b(std::uint64_t x) noexcept {
+    x ^= 0x5851f42d4c957f2du;
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdu;
+    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53u;
+    return x ^ (x >> 33);
+  }
+
+ private:
+  void add(int at, std::uint64_t index) noexcept {
+    ++values_[at];
+    values_[at + 1] += hash_a(index);
+    values_[at + 2] += hash_b(index);
+  }
+  std::uint64_t values_[7] = {};
+};
+
+/// The verdict, identical on every rank.
+struct GuardReport {
+  bool ok = false;
+  std::uint64_t reads = 0;           ///< non-padding reads over all ranks
+  std::uint64_t expected_reads = 0;  ///< dataset_size minus what the segment leaves unread on purpose
+  std::uint64_t padding = 0;         ///< flagged padding slots over all ranks
+  std::string message;               ///< "ok: ..." or what is wrong
+};
+
+namespace detail {
+
+using distsampler::detail::throw_config_error;
+
+inline std::uint64_t family(std::string_view sampler) noexcept {
+  return sampler == "distributed" ? 1 : sampler == "batch" ? 2 : sampler == "shard" ? 3 : 0;
+}
+
+inline std::string show(std::size_t field, std::uint64_t v) {
+  switch (field) {
+    case 0:
+      return v == 1 ? "distributed" : v == 2 ? "batch" : v == 3 ? "shard" : "custom " + std::to_string(v);
+    case 4:
+      return v != 0 ? "true" : "false";
+    case 5:
+      return v <= 2 ? std::string(to_string(static_cast<Tail>(v))) : std::to_string(v);
+    case 6:
+    case 11:
+      return distsampler::detail::hex64(v);
+    default:
+      return std::to_string(v);
+  }
+}
+
+inline void put(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+inline std::uint64_t get(const std::vector<std::uint8_t>& in, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | in[at * 8 + static_cast<std::size_t>(i)];
+  return v;
+}
+
+// One rank's record: magic, the key, the claimed rank, the sums, and the hashes of its
+// 1/W block of [0, N) (the expected sums, computed in parallel).
+constexpr std::uint64_t record_magic = 0x6473677561726431u;  // "dsguard1"
+constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + 7 + 2;
+
+[[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
+                                      const std::exception& e) {
+  std::string reason = e.what();
+  reason = reason.substr(0, reason.find('\n'));
+  throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) + " failed to " + what +
+                     " the store keys under '" + ns + "' (expected all " + std::to_string(process.world_size) +
+                     " ranks to call the guard, equally often, on one store): " + reason);
+}
+
+// Positions [begin, end) congruent to `rank` modulo `world`: each rank skips its share.
+template <class F>
+void each_of_mine(std::uint64_t begin, std::uint64_t end, const World& process, F&& f) {
+  if (begin >= end) return;
+  const std::uint64_t w = process.world_size, r = process.rank;
+  for (std::uint64_t p = begin + (r + w - begin % w) % w; p < end && p >= begin; p += w) f(p);
+}
+
+template <class P>
+GuardKey key_of(const DistributedSampler<P>& s, ReadSums& sums, const World& process) {
+  for (std::uint64_t i = 0; i < s.size(); ++i) {
+    if (s.partition().is_padding(i)) {
+      sums.padding();
+    } else {
+      sums.read(s.get(i));
+    }
+  }
+  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
+  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % s.world_size() : remaining;
+  auto skip = [&](std::uint64_t p) { sums.skip(s.index_at_position(p)); };
+  each_of_mine(0, start, process, skip);
+  each_of_mine(start + covered, n, process, skip);
+  const StateKey k = s.key();
+  return GuardKey{{family(k.sampler), n, k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
+                   k.fingerprint(), start, 0, 0, 0, 0, s.world_size()},
+                  s.rank()};
+}
+
+template <class P>
+GuardKey key_of(const DistributedBatchSampler<P>& s, ReadSums& sums, const World& process) {
+  for (std::uint64_t step = 0; step < s.num_steps(); ++step) {
+    for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+      const auto batch = s.micro_batch(step, k);
+      for (std::uint64_t e = 0; e < batch.size(); ++e) {
+        if (s.is_padding(step, k, e)) {
+          sums.padding();
+        } else {
+          sums.read(batch[static_cast<std::size_t>(e)]);
+        }
+      }
+    }
+  }
+  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
+  const std::uint64_t g = s.global_batch_size();
+  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % g : remaining;
+  auto skip = [&](std::uint64_t p) { sums.skip(s.index_at_position(p)); };
+  each_of_mine(0, start, process, skip);
+  each_of_mine(start + covered, n, process, skip);
+  const StateKey k = s.key();
+  return GuardKey{{family(k.sampler), n, k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
+                   k.fingerprint(), start, s.micro_batch_size(), s.accumulation_steps(), 0, 0, s.world_size()},
+                  s.rank()};
+}
+
+inline GuardKey key_of(const StreamingShardSampler& s, ReadSums& sums, const World& process) {
+  for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
+    s.for_each(w, [&](const ShardSample& x) {
+      if (x.is_padding) {
+        sums.padding();
+      } else {
+        sums.read(x.index);
+      }
+    });
+  }
+  const auto ranges = s.remaining_ranges();
+  const std::uint64_t n = s.dataset_size();
+  auto skip = [&](std::uint64_t p) { sums.skip(s.at_global(p).index); };
+  std::uint64_t p = 0, remaining = 0, layout = distsampler::detail::hash_field(0, s.engine_name());
+  for (const std::uint64_t size : s.shard_sizes()) layout = distsampler::detail::hash_field(layout, size);
+  for (const PositionRange& r : ranges) {
+    each_of_mine(p, r.begin, process, skip);
+    p = r.end;
+    remaining += r.size();
+    layout = distsampler::detail::hash_field(distsampler::detail::hash_field(layout, r.begin), r.end);
+  }
+  each_of_mine(p, n, process, skip);
+  if (s.options().tail == Tail::drop) {
+    std::uint64_t dropped = remaining % s.consumers();  // the segment's last positions
+    for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {
+      for (std::uint64_t q = r->end; q > r->begin && dropped != 0; --q, --dropped) {
+        if ((q - 1) % process.world_size == process.rank) skip(q - 1);
+      }
+    }
+  }
+  const ShardSamplerOptions& o = s.options();
+  return GuardKey{{3, n, o.seed, s.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail),
+                   distsampler::detail::hash_field(0, s.engine_name()), s.start(), 0, 0, s.num_workers(),
+                   distsampler::detail::mix64(layout), s.world().world_size},
+                  s.world().rank};
+}
+
+template <class P>
+GuardKey key_of(const TorchSampler<P>& s, ReadSums& sums, const World& process) {
+  return key_of(s.sampler(), sums, process);
+}
+template <class P>
+GuardKey key_of(const TorchBatchSampler<P>& s, ReadSums& sums, const World& process) {
+  return key_of(s.batches(), sums, process);
+}
+inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& process) {
+  return key_of(s.sampler(), sums, process);
+}
+
+}  // namespace detail
+
+/// The guard's core, for any sampler: every rank of `process` (its true rank and world
+/// size, e.g. from RANK/WORLD_SIZE) passes the key of its sampler and the sums of what it
+/// reads (and skips) in one epoch; returns the verdict, the same on every rank.
+///
+/// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
+/// one record (24 words) under a key namespaced by the call number
+/// (`distsampler/guard/<n>/<rank>`), waits for all world_size records, reads them and
+/// compares: communication is O(world_size) words per rank, independent of the dataset.
+/// The last rank to finish deletes the call's keys; rank 0 returns only after every rank
+/// is done with the store (it hosts the one store_from_env makes). Each rank also hashes its 1/W block
+/// of [0, N) for the expected sums, so the check costs O(N / W) per rank, like the epoch.
+///
+/// Throws config_error on every rank alike, naming the first rank that differs from rank
+/// 0 and the field ("rank 2 has seed 43, rank 0 has 42"), or a rank whose sampler is not
+/// built for its own rank; and when the store fails or times out (the store's timeout):
+/// a rank that never calls the guard, or a launcher that gave ranks different world sizes.
+/// Collective: every rank calls it the same number of times, in the same order.
+[[nodiscard]] inline GuardReport check_reads(c10d::Store& store, const World& process, const GuardKey& key,
+                                             const ReadSums& sums) {
+  const char* who = "distsampler::torch_guard::check_epoch";
+  process.validate(who);
+  const std::uint64_t w = process.world_size, r = process.rank, n = key.fields[1];
+  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
+  // Counted in the store, per rank, so threads and processes alike stay in step; and
+  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
+  std::string ns = "distsampler/guard/calls/" + std::to_string(r);
+  try {
+    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
+  } catch (const std::exception& e) {
+    detail::store_failed(who, process, ns, "count", e);
+  }
+  std::vector<std::uint8_t> mine;
+  mine.reserve(detail::record_words * 8);
+  detail::put(mine, detail::record_magic);
+  for (const std::uint64_t f : key.fields) detail::put(mine, f);
+  detail::put(mine, key.rank);
+  for (int i = 0; i < 7; ++i) detail::put(mine, sums.values()[i]);
+  std::uint64_t block_a = 0, block_b = 0;
+  const std::uint64_t begin = n / w * r + std::min(r, n % w), end = begin + n / w + (r < n % w ? 1 : 0);
+  for (std::uint64_t index = begin; index < end; ++index) {
+    block_a += ReadSums::hash_a(index);
+    block_b += ReadSums::hash_b(index);
+  }
+  detail::put(mine, block_a);
+  detail::put(mine, block_b);
+
+  std::vector<std::string> keys;
+  for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
+  std::vector<std::vector<std::uint8_t>> records;
+  try {
+    store.set(keys[static_cast<std::size_t>(r)], mine);
+  } catch (const std::exception& e) {
+    detail::store_failed(who, process, ns, "write", e);
+  }
+  try {
+    store.wait(keys, store.getTimeout());
+    for (const std::string& k : keys) records.push_back(store.get(k));
+    // The last rank to finish reading cleans up and says so; rank 0, which hosts a store
+    // made by store_from_env, waits for that, so it never leaves while others still talk.
+    if (store.add(ns + "/left", 1) == static_cast<std::int64_t>(w)) {
+      for (const std::string& k : keys) store.deleteKey(k);
+      store.deleteKey(ns + "/left");
+      store.set(ns + "/gone", std::vector<std::uint8_t>{1});
+    }
+    if (r == 0) {
+      store.wait({ns + "/gone"}, store.getTimeout());
+      store.deleteKey(ns + "/gone");
+    }
+  } catch (const std::exception& e) {
+    detail::store_failed(who, process, ns, "read", e);
+  }
+
+  std::uint64_t total[9] = {};
+  const std::vector<std::uint8_t>& first = records[0];
+  for (std::uint64_t q = 0; q < w; ++q) {
+    const std::vector<std::uint8_t>& rec = records[static_cast<std::size_t>(q)];
+    if (rec.size() != detail::record_words * 8 || detail::get(rec, 0) != detail::record_magic) {
+      detail::throw_config_error(std::string(who) + ": rank " + std::to_string(q) + " wrote a record of " +
+                                 std::to_string(rec.size()) + " bytes under '" + ns + "' (expected " +
+                                 std::to_string(detail::record_words * 8) +
+                                 " bytes from this guard; is another program using the store's keys?)");
+    }
+    for (std::size_t f = 0; f < GuardKey::field_count; ++f) {
+      const std::uint64_t theirs = detail::get(rec, 1 + f), rank0 = detail::get(first, 1 + f);
+      if (theirs != rank0) {
+        detail::throw_config_error(std::string(who) + ": rank " + std::to_string(q) + " has " + GuardKey::names[f] +
+                                   " " + detail::show(f, theirs) + ", rank 0 has " + detail::show(f, rank0) +
+                                   " (expected the same on every rank)");
+      }
+    }
+    const std::uint64_t claimed = detail::get(rec, 1 + GuardKey::field_count);
+    const std::uint64_t world = detail::get(rec, GuardKey::field_count);
+    if (claimed != q || world != w) {
+      detail::throw_config_error(std::string(who) + ": rank " + std::to_string(q) + " of " + std::to_string(w) +
+                                 " built its sampler as rank " + std::to_string(claimed) + " of " +
+                                 std::to_string(world) + " (expected its own rank " + std::to_string(q) + " of " +
+                                 std::to_string(w) + ")");
+    }
+    for (std::size_t i = 0; i < 9; ++i) total[i] += detail::get(rec, 2 + GuardKey::field_count + i);
+  }
+  // total: reads, a, b, padding, skips, skip a, skip b, block a, block b.
+  GuardReport report;
+  report.reads = total[0];
+  report.padding = total[3];
+  report.expected_reads = n - std::min(n, total[4]);
+  const bool sums_match = total[1] + total[5] == total[7] && total[2] + total[6] == total[8];
+  report.ok = sums_match && report.reads == report.expected_reads;
+  const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
+                             " expected, " + std::to_string(report.padding) + " padding";
+  if (report.ok) {
+    report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
+  } else if (report.reads > report.expected_reads) {
+    report.message =
+        "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
+  } else if (report.reads < report.expected_reads) {
+    report.message =
+        "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
+  } else {
+    report.message =
+        "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
+  }
+  return report;
+}
+
+/// Checks one epoch (or the segment a resume left) of `sampler` across the job: every
+/// rank agrees on the key (sampler family, dataset size, seed, epoch, shuffle, tail,
+/// engine, resumed position, batch layout or shard layout, world size), each sampler is
+/// built for its process's own rank, and the shares are disjoint and covering (padding
+/// and what the tail drops excepted). `sampler` is a DistributedSampler,
+/// DistributedBatchSampler, StreamingShardSampler or one of the libtorch adapters (the
+/// pass it reads, or the next one when set_epoch or resume is pending). See check_reads
+/// for the communication, the verdict and what throws.
+///
+///     auto store = distsampler::torch_guard::store_from_env();   // once per job
+///     auto report = distsampler::torch_guard::check_epoch(sampler, *store);
+///     if (!report.ok) throw std::runtime_error(report.message);
+template <class Sampler>
+[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process) {
+  ReadSums sums;
+  const GuardKey key = detail::key_of(sampler, sums, process);
+  return check_reads(store, process, key, sums);
+}
+
+/// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
+template <class Sampler>
+[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store) {
+  return check_epoch(sampler, store, World::from_env());
+}
+
+/// A c10d TCPStore for the job at MASTER_ADDR:MASTER_PORT, hosted by rank 0 (RANK and
+/// WORLD_SIZE as World::from_env reads them); returns once every rank has connected or
+/// `timeout` passed. Keep it for the whole job and pass it to every check_epoch. When the
+/// program already has a store there (e.g. for ProcessGroupGloo), pass that one instead:
+/// a second server cannot take the port. Throws config_error naming the variable for a
+/// missing or malformed MASTER_ADDR, MASTER_PORT, RANK or WORLD_SIZE, and when the store
+/// cannot be created or reached.
+[[nodiscard]] inline c10::intrusive_ptr<c10d::TCPStore> store_from_env(
+    std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
+  const char* who = "distsampler::torch_guard::store_from_env";
+  const World world = World::from_env();
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (addr == nullptr || *addr == '\0') {
+    detail::throw_config_error(std::string(who) + ": MASTER_ADDR is " + (addr == nullptr ? "not set" : "empty") +
+                               " (expected the host of rank 0, as torchrun sets it)");
+  }
+  const char* port_text = std::getenv("MASTER_PORT");
+  if (port_text == nullptr) {
+    detail::throw_config_error(std::string(who) +
+                               ": MASTER_PORT is not set (expected a TCP port, as torchrun sets it)");
+  }
+  const auto port = distsampler::detail::parse_decimal(port_text);
+  if (port.error != distsampler::detail::DecimalError::ok) {
+    detail::throw_config_error(std::string(who) + ": MASTER_PORT \"" + port_text + "\" " +
+                               distsampler::detail::describe(port.error));
+  }
+  if (port.value == 0 || port.value > 65535) {
+    detail::throw_config_error(std::string(who) + ": MASTER_PORT " + std::to_string(port.value) +
+                               " is not a TCP port (expected 1..65535)");
+  }
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port.value);
+  options.isServer = world.rank == 0;
+  options.numWorkers = static_cast<std::size_t>(world.world_size);
+  options.waitWorkers = true;
+  options.timeout = timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(std::string(addr), options);
+  } catch (const std::exception& e) {
+    std::string reason = e.what();
+    reason = reason.substr(0, reason.find('\n'));
+    detail::throw_config_error(std::string(who) + ": rank " + std::to_string(world.rank) + " could not " +
+                               (world.rank == 0 ? "host" : "reach") + " the store at " + addr + ":" +
+                               std::to_string(port.value) + " (MASTER_ADDR:MASTER_PORT): " + reason);
+  }
+}
+
+}  // namespace torch_guard
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_TORCH_GUARD_HPP

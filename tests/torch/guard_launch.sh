@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Launches 4 ranks of torch_guard_rank torchrun-style on 127.0.0.1 (a free port) and checks every rank's output.
+# SPDX-License-Identifier: MIT
+# usage: guard_launch.sh TORCH_GUARD_RANK MODE
+set -euo pipefail
+bin="$1" mode="$2" world=4
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+pids=()
+for rank in $(seq 0 $((world - 1))); do
+  RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$rank LOCAL_WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$bin" "$mode" >"$out/rank$rank.txt" 2>&1 &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+
+who='distsampler::torch_guard::check_epoch'
+expect=()
+case "$mode" in
+  ok) expect=("distributed epoch 0: ok: disjoint and covering over 4 ranks \(1003 reads of 1003 expected, 1 padding\)"
+              "distributed epoch 1: ok: disjoint and covering over 4 ranks"
+              "distributed epoch 2: ok: disjoint and covering over 4 ranks"
+              "resumed: ok: disjoint and covering over 4 ranks \(703 reads of 703 expected, 1 padding\)"
+              "batch: ok: disjoint and covering over 4 ranks \(960 reads of 960 expected, 0 padding\)"
+              "shard: ok: disjoint and covering over 4 ranks \(1000 reads of 1000 expected, 0 padding\)"
+              "adapter: ok: disjoint and covering over 4 ranks \(1000 reads of 1000 expected, 0 padding\)") ;;
+  seed) expect=("config_error: $who: rank 2 has seed 43, rank 0 has 42 \(expected the same on every rank\)") ;;
+  world) expect=("config_error: $who: rank 1 has world_size 5, rank 0 has 4 \(expected the same on every rank\)") ;;
+  rank) expect=("config_error: $who: rank 3 of 4 built its sampler as rank 1 of 4 \(expected its own rank 3 of 4\)") ;;
+  overlap) expect=("overlap: overlap: 1 extra reads \(1004 reads of 1003 expected, 0 padding\)") ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+for rank in $(seq 0 $((world - 1))); do
+  for line in "${expect[@]}"; do
+    if ! grep -Eq "^rank $rank: $line" "$out/rank$rank.txt"; then
+      echo "rank $rank: missing \"$line\"; its output:"
+      cat "$out/rank$rank.txt"
+      status=1
+    fi
+  done
+done
+if [ "$status" -eq 0 ]; then
+  cat "$out/rank0.txt"
+  echo "torch guard $mode: $world ranks as expected"
+fi
+exit "$status"
