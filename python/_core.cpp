@@ -133,6 +133,7 @@ void bind_sampler(py::module_& m, const char* name) {
       .def_property_readonly("key", [](const S& s) { return s.key().describe(); })
       .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
       .def("set_epoch", &S::set_epoch)
+      .def("copy", [](const S& s) { return S(s); })
       .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
       .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
       .def("fresh_state", [](const S& s, std::uint64_t epoch) { return fresh_state(s.key(), epoch); })
@@ -177,6 +178,7 @@ void bind_batch_sampler(py::module_& m, const char* name) {
       .def_property_readonly("key", [](const B& b) { return b.key().describe(); })
       .def_property_readonly("fingerprint", [](const B& b) { return b.key().fingerprint(); })
       .def("set_epoch", &B::set_epoch)
+      .def("copy", [](const B& b) { return B(b); })
       .def("resume", [](B& b, const std::string& text) { b.resume(parse_state(text)); })
       .def("state", [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
       .def("fresh_state", [](const B& b, std::uint64_t epoch) { return fresh_state(b.key(), epoch); })
@@ -225,6 +227,10 @@ void bind_shard_sampler(py::module_& m) {
       .def("set_epoch", &Z::set_epoch)
       .def("resume", [](Z& z, const std::string& text) { shard_resume(z, parse_state(text)); })
       .def("worker_size", &Z::worker_size)
+      .def("state_after_batches",
+           [](const Z& z, std::uint64_t batches, std::uint64_t batch_size) {
+             return z.state_after_batches(batches, batch_size).to_text();
+           })
       .def("state_per_worker",
            [](const Z& z, const std::vector<std::uint64_t>& done) { return z.state_per_worker(done).to_text(); })
       // (shard, offset, index, is_padding) tuples of worker w's slots [first, first + count).
