@@ -284,18 +284,28 @@ class DistributedSampler(_TorchDistributedSampler):
         self.epoch = epoch
 
     # -- checkpointing --------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self, samples=None):
         """``{"format": 1, "epoch": e, "state": text}``: the epoch and the position reached.
 
         The position is what the latest ``iter()`` of this epoch handed out (all of it once
         exhausted); before any iteration of the epoch, its start. A state loaded but not
         yet iterated is returned as loaded. ``state`` is the C++ ``SamplerState`` text.
+
+        ``samples``: record instead that every rank consumed its first ``samples`` indices
+        of the latest iteration (a plain DataLoader with workers draws indices ahead of the
+        batches it delivered: pass ``batches_done * batch_size`` there). Raises
+        ``ConfigError`` when it exceeds what this rank's iteration has.
         """
-        if self._pending is not None:
+        if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         epoch = self._epoch64()
         p = self._progress
-        if p is not None and p.epoch == epoch:
+        if samples is not None:
+            core = p.core if p is not None and p.epoch == epoch else self._core(epoch)
+            if self._pending is not None:
+                core = self._prepared[1] if self._prepared is not None else self._resumed(self._pending)
+            text = core.state(_unsigned("DistributedSampler.state_dict", "samples", samples))
+        elif p is not None and p.epoch == epoch:
             text = p.core.state(p.taken())
         else:
             text = self._core(epoch).fresh_state(epoch)
