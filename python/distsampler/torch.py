@@ -259,14 +259,26 @@ class DistributedSampler(_TorchDistributedSampler):
     # -- torch's interface ----------------------------------------------------------------
     def __iter__(self):
         if self._pending is not None:
-            core = self._prepared if self._prepared is not None and self._prepared[0] == self._config() else None
-            core = core[1] if core is not None else self._resumed(self._pending)
-            self._pending = self._prepared = None
-        else:
-            core = self._core(self._epoch64())
+            return self._resume_pass()
+        return self._pass(self._core(self._epoch64()))
+
+    def _pass(self, core):
         progress = _Progress(core, core.epoch)
         self._progress = progress
         return _generate(progress, core.chunk, core.size)
+
+    def _resume_pass(self):
+        # A generator: the loaded state is taken at the first next(), not at iter().
+        # DataLoader calls iter() twice when it has workers and drops the first iterator
+        # unused; that one must not consume the state.
+        if self._pending is None:
+            core = self._core(self._epoch64())
+        elif self._prepared is not None and self._prepared[0] == self._config():
+            core = self._prepared[1]
+        else:
+            core = self._resumed(self._pending)
+        self._pending = self._prepared = None
+        yield from self._pass(core)
 
     def __len__(self):
         if self._pending is not None and self._prepared is not None:
@@ -429,19 +441,24 @@ class DistributedBatchSampler(Sampler):
 
     def __iter__(self):
         if self._pending is not None:
-            core = self._prepared
-            self._pending = self._prepared = None
-        else:
-            core = self._core(self.epoch)
+            return self._resume_pass()
+        return self._pass(self._core(self.epoch))
+
+    def _pass(self, core):
         progress = _Progress(core, core.epoch)
         self._progress = progress
-        k = core.accumulation_steps
-        total = core.num_steps * k
+        total = core.num_steps * core.accumulation_steps
         if self.as_numpy:
             def fetch(first, count):
                 return [core.micro_batch_array(j) for j in range(first, min(first + count, total))]
             return _generate(progress, fetch, total)
         return _generate(progress, core.micro_batches, total)
+
+    def _resume_pass(self):
+        # A generator, for the reason given in DistributedSampler._resume_pass.
+        core = self._prepared if self._pending is not None else self._core(self.epoch)
+        self._pending = self._prepared = None
+        yield from self._pass(core)
 
     def state_dict(self):
         """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so far."""

@@ -24,6 +24,11 @@ class Indices(Dataset):
         return i
 
 
+def as_list(batch):
+    """Collates a micro-batch as a list: tail "uneven" may give an empty one, which default_collate rejects."""
+    return batch
+
+
 def indices_of(loader, limit=None):
     out = []
     for j, batch in enumerate(loader):
@@ -83,7 +88,7 @@ def main():
             result["read"] = indices_of(loader)
         elif scenario == "batch_save":
             batches = DistributedBatchSampler(data, 4, accumulation_steps=2, seed=2, tail="uneven")
-            loader = DataLoader(data, batch_sampler=batches, num_workers=0)
+            loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
             result["read"] = indices_of(loader, limit=7)
             result["state"] = batches.state_dict()
         elif scenario == "batch_resume":
@@ -91,7 +96,7 @@ def main():
                 state = json.load(f)
             batches = DistributedBatchSampler(data, 3, global_batch_size=12, seed=2, tail="uneven")
             batches.load_state_dict(state)
-            loader = DataLoader(data, batch_sampler=batches, num_workers=2)
+            loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
             result["read"] = indices_of(loader)
         else:
             raise SystemExit(f"unknown scenario {scenario}")

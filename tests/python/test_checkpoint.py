@@ -146,3 +146,15 @@ def test_mismatched_state_raises_with_the_cpp_message(other, message):
     with pytest.raises(distsampler.StateError, match=message):
         target.load_state_dict(sd)
     assert list(target) == list(make(**other))  # unchanged
+
+
+def test_an_iterator_never_advanced_does_not_consume_a_loaded_state():
+    s = make()
+    it = iter(s)
+    next(it)
+    fresh = make()
+    fresh.load_state_dict(s.state_dict())
+    unused = iter(fresh)
+    assert fresh.state_dict() == s.state_dict()
+    assert list(iter(fresh)) == list(it)
+    del unused
