@@ -1,6 +1,7 @@
 # Tests of distsampler.torch.DistributedSampler: torch parity, attributes, world, errors, O(1) memory.
 # SPDX-License-Identifier: MIT
 import pickle
+import resource
 import tracemalloc
 
 import pytest
@@ -94,6 +95,7 @@ def test_pad_flags_duplicates():
 
 def test_n_one_billion_needs_no_memory():
     n = 10**9
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     tracemalloc.start()
     s = DistributedSampler(range(n), 8, 5, seed=1)
     it = iter(s)
@@ -103,6 +105,16 @@ def test_n_one_billion_needs_no_memory():
     assert len(s) == n // 8
     assert all(0 <= i < n for i in first) and len(set(first)) == 1000
     assert peak < 1 << 20  # torch's sampler would build 10**9 Python ints first
+    # C++ allocations are not traced: a table of 10**9 indices would raise the peak RSS by 4 GB.
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 64 * 1024
+
+
+def test_whole_epoch_as_numpy_equals_iteration():
+    s = DistributedSampler(range(10007), 3, 2, seed=8, order="torch")
+    s.set_epoch(1)
+    arr = s.indices(as_numpy=True)
+    assert str(arr.dtype) == "int64"
+    assert arr.tolist() == list(s) == s.indices()
 
 
 def test_world_from_environment(monkeypatch):
