@@ -180,7 +180,8 @@ void bind_batch_sampler(py::module_& m, const char* name) {
       .def("set_epoch", &B::set_epoch)
       .def("copy", [](const B& b) { return B(b); })
       .def("resume", [](B& b, const std::string& text) { b.resume(parse_state(text)); })
-      .def("state", [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
+      .def("state",
+           [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
       .def("fresh_state", [](const B& b, std::uint64_t epoch) { return fresh_state(b.key(), epoch); })
       .def("micro_batch_length", &B::micro_batch_length)
       .def("is_padding", &B::is_padding)

@@ -1,4 +1,4 @@
-# distsampler.torch: drop-in torch samplers (index, batch, shard stream) with checkpointing, and a torch.distributed guard.
+# distsampler.torch: drop-in torch samplers (index, batch, shard stream) with checkpoints; a torch.distributed guard.
 # SPDX-License-Identifier: MIT
 """torch adapters of the distsampler C++ samplers.
 
@@ -372,7 +372,8 @@ class DistributedBatchSampler(Sampler):
     micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
     partial global batch waits for the next epoch), ``"pad"`` (one more step, completed
     from the epoch's start) or ``"uneven"`` (one more step with exactly the remaining
-    samples spread over the micro-batches, some possibly empty).
+    samples spread over the micro-batches; some may be empty, so that every rank runs the
+    same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
 
     ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``; the state counts
     positions of the global order, so it resumes on another world size, micro-batch size

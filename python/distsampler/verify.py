@@ -57,8 +57,8 @@ def check_samplers(samplers, tail=None):
 
     The dataset size is ``len(samplers[0].dataset)``; the tail is the samplers' own
     (``tail`` attribute, else from ``drop_last``) unless given. Padding is flagged for
-    samplers with ``is_padding``; without it, pass ``tail="pad"`` checks only counts,
-    duplicates being expected there.
+    samplers with ``is_padding``; without it (torch's own sampler), the wrap-around
+    duplicates of ``tail="pad"`` are reported as duplicates.
     """
     samplers = list(samplers)
     if not samplers:

@@ -141,7 +141,8 @@ def test_mismatched_state_raises():
         (dict(micro_batch_size=0), r"micro_batch_size is 0"),
         (dict(micro_batch_size=4, accumulation_steps=0), r"accumulation_steps is 0 \(expected at least 1\)"),
         (dict(micro_batch_size=4, global_batch_size=10),
-         r"global_batch_size 10 is not a multiple of micro_batch_size 4 x world_size 2 \(expected a positive multiple of 8\)"),
+         r"global_batch_size 10 is not a multiple of micro_batch_size 4 x world_size 2 "
+         r"\(expected a positive multiple of 8\)"),
         (dict(micro_batch_size=4, global_batch_size=0), r"global_batch_size is 0"),
         (dict(micro_batch_size=4, accumulation_steps=2, global_batch_size=16),
          r"accumulation_steps 2 and global_batch_size 16 were both given"),

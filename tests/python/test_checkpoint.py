@@ -113,7 +113,8 @@ def test_state_moves_to_another_world_size():
 @pytest.mark.parametrize(
     "mutate,error,message",
     [
-        (lambda sd: 5, distsampler.StateError, r"expected a dict with keys 'epoch' and 'state' from state_dict\(\), got int"),
+        (lambda sd: 5, distsampler.StateError,
+         r"expected a dict with keys 'epoch' and 'state' from state_dict\(\), got int"),
         (lambda sd: {"epoch": 0}, distsampler.StateError, r"expected a dict with keys 'epoch' and 'state'"),
         (lambda sd: dict(sd, state=b"x"), distsampler.StateError, r"'state' is a bytes"),
         (lambda sd: dict(sd, epoch=7), distsampler.StateError, r"'epoch' 7 disagrees with the state's epoch 0"),
@@ -136,7 +137,8 @@ def test_corrupt_state_raises_state_error(mutate, error, message):
         (dict(seed=18), r"DistributedSampler::resume: seed differs \(state has 17, this sampler has 18;"),
         (dict(n=99), r"DistributedSampler::resume: dataset_size differs \(state has 100, this sampler has 99;"),
         (dict(tail="drop"), r"tail differs \(state was saved with tail=pad, this sampler has tail=drop;"),
-        (dict(order="torch"), r"engine differs \(state was saved with engine=feistel, this sampler has engine=torch-v1;"),
+        (dict(order="torch"),
+         r"engine differs \(state was saved with engine=feistel, this sampler has engine=torch-v1;"),
     ],
 )
 def test_mismatched_state_raises_with_the_cpp_message(other, message):
