@@ -16,5 +16,6 @@ state) are both subclasses of ``ValueError`` and carry the C++ library's message
 """
 
 from ._core import ConfigError, StateError, version as __version__
+from . import verify
 
-__all__ = ["ConfigError", "StateError", "__version__"]
+__all__ = ["ConfigError", "StateError", "__version__", "verify"]

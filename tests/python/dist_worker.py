@@ -62,12 +62,18 @@ def main():
                 result["error"] = None
             except distsampler.ConfigError as e:
                 result["error"] = str(e)
-            torch_own = torch.utils.data.distributed.DistributedSampler(data, seed=42, drop_last=rank == 1)
-            try:
-                guard(torch_own)
-                result["torch_error"] = None
-            except distsampler.ConfigError as e:
-                result["torch_error"] = str(e)
+            cases = {
+                "torch_error": torch.utils.data.distributed.DistributedSampler(data, seed=42, drop_last=rank == 1),
+                "size_error": DistributedSampler(Indices(1000) if rank == 3 else data, seed=42),
+                "world_error": DistributedSampler(data, num_replicas=3 if rank == 1 else 4, rank=rank, seed=42),
+                "batch_error": DistributedBatchSampler(data, 4, accumulation_steps=2, seed=1),
+            }
+            for name, s in cases.items():
+                try:
+                    guard(s)
+                    result[name] = None
+                except distsampler.ConfigError as e:
+                    result[name] = str(e)
         elif scenario == "save":
             # Every rank reads 5 batches, then the run stops; rank 0 saves the state.
             sampler = DistributedSampler(data, seed=8, tail="uneven")

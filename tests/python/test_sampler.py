@@ -9,6 +9,7 @@ import torch
 from torch.utils.data.distributed import DistributedSampler as TorchSampler
 
 import distsampler
+import distsampler.torch
 from distsampler.torch import DistributedSampler, default_torch_generation
 
 # (N, replicas, seeds): small, uneven, N < replicas, N = 0, larger.
@@ -174,3 +175,8 @@ def test_pickle_round_trip_keeps_order():
     assert isinstance(t, DistributedSampler)
     assert list(t) == list(s)
     assert (t.epoch, t.seed, t.rank) == (2, 9, 1)
+
+
+def test_guard_needs_torch_distributed():
+    with pytest.raises(distsampler.ConfigError, match=r"^guard: torch.distributed is not initialized"):
+        distsampler.torch.guard(DistributedSampler(range(10), 2, 0))
