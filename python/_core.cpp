@@ -205,6 +205,26 @@ void bind_batch_sampler(py::module_& m, const char* name) {
              for (std::size_t j = 0; j < out.size(); ++j) result[j] = to_list(out[j]);
              return result;
            })
+      // Micro-batches [first, first + count) as one (count, micro_batch_size) array and
+      // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
+      .def("micro_batch_block",
+           [](const B& b, std::uint64_t first, std::uint64_t count) {
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k, m = b.micro_batch_size();
+             if (first > total) first = total;
+             if (count > total - first) count = total - first;
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * m));
+             std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
+             {
+               py::gil_scoped_release release;
+               for (std::uint64_t j = 0; j < count; ++j) {
+                 const std::uint64_t id = first + j;
+                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * m);
+               }
+             }
+             return py::make_tuple(to_array(std::move(values), b.dataset_size(),
+                                            {static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(m)}),
+                                   to_list(lengths));
+           })
       .def("micro_batch_array", [](const B& b, std::uint64_t id) {
         const std::uint64_t k = b.micro_batches_per_step();
         std::vector<std::uint64_t> v(static_cast<std::size_t>(b.micro_batch_size()));

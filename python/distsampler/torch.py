@@ -450,8 +450,11 @@ class DistributedBatchSampler(Sampler):
         self._progress = progress
         total = core.num_steps * core.accumulation_steps
         if self.as_numpy:
+            m = core.micro_batch_size
+
             def fetch(first, count):
-                return [core.micro_batch_array(j) for j in range(first, min(first + count, total))]
+                block, lengths = core.micro_batch_block(first, min(count, max(1, (1 << 16) // max(1, m))))
+                return [row if n == m else row[:n] for row, n in zip(block, lengths)]
             return _generate(progress, fetch, total)
         return _generate(progress, core.micro_batches, total)
 

@@ -44,9 +44,11 @@ def test_tails_partition_the_epoch(tail):
         assert sorted(flat) == list(range(n))
 
 
-def test_numpy_path_equals_lists():
-    lists = list(DistributedBatchSampler(range(1000), 16, 4, 1, seed=9))
-    arrays = list(DistributedBatchSampler(range(1000), 16, 4, 1, seed=9, as_numpy=True))
+@pytest.mark.parametrize("tail", ["drop", "pad", "uneven"])
+def test_numpy_path_equals_lists(tail):
+    lists = list(DistributedBatchSampler(range(1000), 16, 4, 1, seed=9, tail=tail))
+    arrays = list(DistributedBatchSampler(range(1000), 16, 4, 1, seed=9, tail=tail, as_numpy=True))
+    assert len(lists) == (15 if tail == "drop" else 16)
     assert all(isinstance(a, np.ndarray) and a.dtype == np.int64 for a in arrays)
     assert [a.tolist() for a in arrays] == lists
 
