@@ -281,7 +281,9 @@ class DistributedSampler(_TorchDistributedSampler):
         yield from self._pass(core)
 
     def __len__(self):
-        if self._pending is not None and self._prepared is not None:
+        if self._pending is not None:
+            if self._prepared is None or self._prepared[0] != self._config():
+                self._prepared = (self._config(), self._resumed(self._pending))
             return self._prepared[1].size
         p = self._progress
         if p is not None and p.epoch == self.epoch and p.core.start != 0:

@@ -160,3 +160,34 @@ def test_an_iterator_never_advanced_does_not_consume_a_loaded_state():
     assert fresh.state_dict() == s.state_dict()
     assert list(iter(fresh)) == list(it)
     del unused
+
+
+def test_state_after_explicit_samples_for_loaders_that_draw_ahead():
+    s = make()
+    full = list(s)
+    it = iter(s)
+    for _ in range(20):  # a DataLoader with workers drew 20 indices but delivered 8
+        next(it)
+    sd = s.state_dict(samples=8)
+    fresh = make()
+    fresh.load_state_dict(sd)
+    assert list(fresh) == full[8:]
+    with pytest.raises(distsampler.ConfigError,
+                       match=r"^DistributedSampler::state: samples_done 35 exceeds the samples per rank 34 "
+                             r"\(expected 0..34\)"):
+        s.state_dict(samples=35)
+
+
+def test_pickled_sampler_keeps_its_loaded_state():
+    import pickle
+
+    s = make(order="torch")
+    it = iter(s)
+    for _ in range(5):
+        next(it)
+    fresh = make(order="torch")
+    fresh.load_state_dict(s.state_dict())
+    clone = pickle.loads(pickle.dumps(fresh))
+    assert clone.state_dict() == s.state_dict()
+    assert len(clone) == 34 - 5
+    assert list(clone) == list(it)
