@@ -176,6 +176,9 @@ def _check_state_dict(who, sd):
     if not isinstance(sd, Mapping) or "state" not in sd or "epoch" not in sd:
         kind = type(sd).__name__ if not isinstance(sd, Mapping) else f"keys {sorted(map(str, sd.keys()))}"
         raise StateError(f"{who}: expected a dict with keys 'epoch' and 'state' from state_dict(), got {kind}")
+    if sd.get("format", _STATE_FORMAT) != _STATE_FORMAT:
+        raise StateError(f"{who}: 'format' {sd['format']!r} is unknown (expected {_STATE_FORMAT}; saved by a newer "
+                         "distsampler?)")
     text = sd["state"]
     if not isinstance(text, str):
         raise StateError(f"{who}: 'state' is a {type(text).__name__} (expected the str from state_dict())")
@@ -244,7 +247,7 @@ class DistributedSampler(_TorchDistributedSampler):
         return (self.order, len(self.dataset), r, world_size, bool(self.shuffle), _seed64(who, self.seed),
                 self.tail, self.torch_generation)
 
-    def _core(self, epoch):
+    def _cpp(self, epoch):
         """A private C++ sampler at the start of `epoch` (copies share torch-order tables)."""
         key = self._config()
         if self._base is None or self._base_key != key:
@@ -260,7 +263,7 @@ class DistributedSampler(_TorchDistributedSampler):
     def __iter__(self):
         if self._pending is not None:
             return self._resume_pass()
-        return self._pass(self._core(self._epoch64()))
+        return self._pass(self._cpp(self._epoch64()))
 
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
@@ -272,7 +275,7 @@ class DistributedSampler(_TorchDistributedSampler):
         # DataLoader calls iter() twice when it has workers and drops the first iterator
         # unused; that one must not consume the state.
         if self._pending is None:
-            core = self._core(self._epoch64())
+            core = self._cpp(self._epoch64())
         elif self._prepared is not None and self._prepared[0] == self._config():
             core = self._prepared[1]
         else:
@@ -315,14 +318,14 @@ class DistributedSampler(_TorchDistributedSampler):
         epoch = self._epoch64()
         p = self._progress
         if samples is not None:
-            core = p.core if p is not None and p.epoch == epoch else self._core(epoch)
+            core = p.core if p is not None and p.epoch == epoch else self._cpp(epoch)
             if self._pending is not None:
                 core = self._prepared[1] if self._prepared is not None else self._resumed(self._pending)
             text = core.state(_unsigned("DistributedSampler.state_dict", "samples", samples))
         elif p is not None and p.epoch == epoch:
             text = p.core.state(p.taken())
         else:
-            text = self._core(epoch).fresh_state(epoch)
+            text = self._cpp(epoch).fresh_state(epoch)
         return {"format": _STATE_FORMAT, "epoch": epoch, "state": text}
 
     def load_state_dict(self, state_dict):
@@ -340,7 +343,7 @@ class DistributedSampler(_TorchDistributedSampler):
 
     def _resumed(self, text):
         epoch = _core.parse_state(text)["epoch"]
-        core = self._core(epoch)
+        core = self._cpp(epoch)
         core.resume(text)
         return core
 
@@ -353,11 +356,11 @@ class DistributedSampler(_TorchDistributedSampler):
     # -- extras ---------------------------------------------------------------------------
     def is_padding(self, i):
         """True when slot i of this rank's epoch is a wrap-around duplicate (tail="pad")."""
-        return self._core(self._epoch64()).is_padding(i)
+        return self._cpp(self._epoch64()).is_padding(i)
 
     def indices(self, as_numpy=False):
         """This rank's whole epoch at once (a list, or an int64 NumPy array computed with the GIL released)."""
-        core = self._core(self._epoch64())
+        core = self._cpp(self._epoch64())
         return core.array(0, core.size) if as_numpy else core.chunk(0, core.size)
 
 
@@ -407,7 +410,8 @@ class DistributedBatchSampler(Sampler):
         self.order = order
         self.as_numpy = bool(as_numpy)
         self.epoch = 0
-        self._base = _core.batch_sampler(*self._config())
+        self._base_key = self._config()
+        self._base = _core.batch_sampler(*self._base_key)
         self.accumulation_steps = self._base.accumulation_steps
         self.global_batch_size = self._base.global_batch_size
         self._pending = None
@@ -419,9 +423,12 @@ class DistributedBatchSampler(Sampler):
                 self._accumulation, self._global, self.shuffle, _seed64("DistributedBatchSampler", self.seed),
                 self.tail, self.torch_generation)
 
-    def _core(self, epoch):
-        if self._base is None:
-            self._base = _core.batch_sampler(*self._config())
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch`."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = _core.batch_sampler(*key)
+            self._base_key = key
         self._base.set_epoch(epoch)
         return self._base.copy()
 
@@ -430,7 +437,7 @@ class DistributedBatchSampler(Sampler):
         """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""
         if self._pending is not None:
             return self._prepared.num_steps
-        return self._core(_unsigned("DistributedBatchSampler", "epoch", self.epoch)).num_steps
+        return self._cpp(_unsigned("DistributedBatchSampler", "epoch", self.epoch)).num_steps
 
     def __len__(self):
         return self.num_steps * self.accumulation_steps
@@ -445,7 +452,7 @@ class DistributedBatchSampler(Sampler):
     def __iter__(self):
         if self._pending is not None:
             return self._resume_pass()
-        return self._pass(self._core(self.epoch))
+        return self._pass(self._cpp(self.epoch))
 
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
@@ -462,7 +469,7 @@ class DistributedBatchSampler(Sampler):
 
     def _resume_pass(self):
         # A generator, for the reason given in DistributedSampler._resume_pass.
-        core = self._prepared if self._pending is not None else self._core(self.epoch)
+        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
         self._pending = self._prepared = None
         yield from self._pass(core)
 
@@ -476,13 +483,13 @@ class DistributedBatchSampler(Sampler):
             taken = p.taken()
             text = p.core.state(taken // k, taken % k)
         else:
-            text = self._core(self.epoch).fresh_state(self.epoch)
+            text = self._cpp(self.epoch).fresh_state(self.epoch)
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": text}
 
     def load_state_dict(self, state_dict):
         """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
         text, epoch = _check_state_dict("DistributedBatchSampler.load_state_dict", state_dict)
-        core = self._core(epoch)
+        core = self._cpp(epoch)
         core.resume(text)
         self._prepared = core
         self._pending = text

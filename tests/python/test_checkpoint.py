@@ -118,6 +118,7 @@ def test_state_moves_to_another_world_size():
         (lambda sd: {"epoch": 0}, distsampler.StateError, r"expected a dict with keys 'epoch' and 'state'"),
         (lambda sd: dict(sd, state=b"x"), distsampler.StateError, r"'state' is a bytes"),
         (lambda sd: dict(sd, epoch=7), distsampler.StateError, r"'epoch' 7 disagrees with the state's epoch 0"),
+        (lambda sd: dict(sd, format=2), distsampler.StateError, r"'format' 2 is unknown \(expected 1; saved by a newer"),
         (lambda sd: dict(sd, state=sd["state"].replace("v1", "v9")), distsampler.StateError,
          r"SamplerState::from_text: unsupported version 9 \(expected 1 or 2\)"),
         (lambda sd: dict(sd, state=sd["state"][:30]), distsampler.StateError,
