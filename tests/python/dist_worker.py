@@ -8,7 +8,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
-from distsampler.torch import DistributedBatchSampler, DistributedSampler, guard
+from distsampler.torch import DistributedBatchSampler, DistributedSampler, ShardStream, guard
 
 
 class Indices(Dataset):
@@ -67,6 +67,8 @@ def main():
                 "size_error": DistributedSampler(Indices(1000) if rank == 3 else data, seed=42),
                 "world_error": DistributedSampler(data, num_replicas=3 if rank == 1 else 4, rank=rank, seed=42),
                 "batch_error": DistributedBatchSampler(data, 4, accumulation_steps=2, seed=1),
+                "shard_error": ShardStream([10, 20, 30], seed=3),
+                "shard_seed_error": ShardStream([10, 20, 30], seed=3 + (rank == 3)),
             }
             for name, s in cases.items():
                 try:

@@ -65,6 +65,9 @@ def test_guard_names_the_mis_seeded_rank(tmp_path):
         assert r["world_error"] == ("guard: rank 1 has num_replicas 3 but the process group has 4 processes "
                                     "(expected num_replicas=4)")
         assert r["batch_error"] is None  # the same batch sampler everywhere passes
+        assert r["shard_error"] is None
+        assert r["shard_seed_error"] == ("guard: rank 3 has seed 4 but rank 0 has seed 3 (every rank must build the "
+                                         "sampler with the same seed; ranks then read disjoint shares)")
 
 
 def test_checkpoint_on_four_processes_resumes_on_two(tmp_path):

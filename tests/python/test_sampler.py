@@ -35,6 +35,18 @@ def test_torch_order_equals_torch_sampler(n, replicas, seed):
                     assert ours.total_size == theirs.total_size
 
 
+@pytest.mark.parametrize("seed", [3, -5])
+def test_torch_order_equals_torch_sampler_at_a_larger_size(seed):
+    n, replicas = 100003, 16
+    for drop_last in (False, True):
+        for rank in (0, 7, 15):
+            ours = DistributedSampler(range(n), replicas, rank, True, seed, drop_last, order="torch")
+            theirs = TorchSampler(range(n), replicas, rank, True, seed, drop_last)
+            ours.set_epoch(2)
+            theirs.set_epoch(2)
+            assert list(ours) == list(theirs)
+
+
 def test_subclass_and_attributes():
     data = list(range(10))
     s = DistributedSampler(data, num_replicas=4, rank=3, shuffle=False, seed=5, drop_last=True)
