@@ -60,8 +60,9 @@ def test_guard_names_the_mis_seeded_rank(tmp_path):
                               "with the same seed; ranks then read disjoint shares)")
         assert r["torch_error"] == ("guard: rank 1 has tail 'drop' but rank 0 has tail 'pad' (every rank must build "
                                     "the sampler with the same tail; ranks then read disjoint shares)")
-        assert r["size_error"] == ("guard: rank 3 has dataset_size 1000 but rank 0 has dataset_size 1001 (every rank "
-                                   "must build the sampler with the same dataset_size; ranks then read disjoint shares)")
+        assert r["size_error"] == ("guard: rank 3 has dataset_size 1000 but rank 0 has dataset_size 1001 (every "
+                                   "rank must build the sampler with the same dataset_size; ranks then read disjoint "
+                                   "shares)")
         assert r["world_error"] == ("guard: rank 1 has num_replicas 3 but the process group has 4 processes "
                                     "(expected num_replicas=4)")
         assert r["batch_error"] is None  # the same batch sampler everywhere passes
