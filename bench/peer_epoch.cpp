@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
     sum = p(0) + p(n - 1);
     count = n;
   } else if (engine == "ds-feistel") {
-    ds::DistributedSampler<> s(n, ds::World(r, w), {true, 0, ds::Tail::pad});
+    ds::DistributedSampler<> s(n, ds::World(r, w), ds::SamplerOptions());
     sum = walk(s);
     count = s.size();
   } else if (engine == "ds-torch") {
-    ds::DistributedSampler<ds::TorchRandperm> s(n, ds::World(r, w), {true, 0, ds::Tail::pad});
+    ds::DistributedSampler<ds::TorchRandperm> s(n, ds::World(r, w), ds::SamplerOptions());
     sum = walk(s);
     count = s.size();
 #ifdef DISTSAMPLER_BENCH_LIBTORCH

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     const std::string out_dir = argv[4];
     const ds::World world = ds::World::from_env();
     constexpr std::uint64_t num_workers = 2;
-    ds::DistributedSampler<> sampler(n, world, {true, 42, ds::Tail::pad});
+    ds::DistributedSampler<> sampler(n, world, ds::SamplerOptions().with_seed(42));
     for (std::uint64_t epoch = 0; epoch < epochs; ++epoch) {
       sampler.set_epoch(epoch);
       const std::uint64_t batches = (sampler.size() + batch - 1) / batch;

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   const ds::World world = ds::World::from_env();
   torch::manual_seed(0);
 
-  ds::TorchSampler<> sampler(n, world, {true, 42, ds::Tail::pad}, ds::TorchEpochMode::advance_on_reset);
+  ds::TorchSampler<> sampler(n, world, ds::SamplerOptions().with_seed(42), ds::TorchEpochMode::advance_on_reset);
   auto loader = torch::data::make_data_loader(Synthetic(n), sampler,
                                               torch::data::DataLoaderOptions().batch_size(16).workers(2));
   torch::nn::Linear model(2, 1);

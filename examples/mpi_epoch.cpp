@@ -28,8 +28,11 @@ int main(int argc, char** argv) {
     }
   }
   const std::uint64_t micro = 16, accumulation = 2;
-  ds::DistributedBatchSampler<> batches(n, micro, world, accumulation,
-                                        {true, broken ? 42 + world.rank : 42, ds::Tail::drop});
+  const auto options = ds::BatchSamplerOptions()
+                           .with_micro_batch_size(micro)
+                           .with_accumulation_steps(accumulation)
+                           .with_seed(broken ? 42 + world.rank : 42);
+  ds::DistributedBatchSampler<> batches(n, world, options);
   int failures = 0;
   for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
     batches.set_epoch(epoch);

@@ -1,29 +1,92 @@
 #!/usr/bin/env bash
-# distsampler tests: the `distsampler` command's output, exit codes and usage errors.
+# distsampler tests: the `distsampler` command's output, exit codes, help, and a table of hostile inputs it must refuse.
 # SPDX-License-Identifier: MIT
+#
+# Usage: cli_test.sh path/to/distsampler   (CLI_CASE_TIMEOUT=seconds per run, default 20)
 set -u
 cli="$1"
+limit="${CLI_CASE_TIMEOUT:-20}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 failures=0
 passed=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect CODE PATTERN -- ARGS...: runs the CLI, checks the exit code and that the
-# combined output matches the extended regex PATTERN.
+# What a refusal must never show: the library's class names, an uncaught exception, a sanitizer report.
+internal='DistributedSampler|DistributedBatchSampler|StreamingShardSampler|SamplerState|PartitionChecker|TorchRandperm'
+internal+='|World:|terminate called|what\(\)|Sanitizer|runtime error|Aborted|core dumped'
+
+# run ARGS...: runs the CLI under the per-run timeout; sets rc, out (stdout) and err (stderr).
+run() {
+  timeout -k 2 "$limit" "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out="$(cat "$tmp/out")"
+  err="$(cat "$tmp/err")"
+}
+
+# The exit status in words when it is a hang or a crash.
+status_text() {
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "timed out after ${limit}s (a hang)"
+  elif [[ $rc -gt 128 ]]; then echo "died with signal $((rc - 128))"
+  else echo "exited $rc"; fi
+}
+
+# expect CODE PATTERN -- ARGS...: the exit code, and stdout+stderr matching the extended regex PATTERN.
 expect() {
   local code="$1" pattern="$2"
   shift 3
-  local out rc
-  out="$("$cli" "$@" 2>&1)"
-  rc=$?
-  if [[ $rc -ne $code ]]; then fail "distsampler $* exited $rc, expected $code"$'\n'"$out"; return; fi
-  if ! grep -Eq -- "$pattern" <<<"$out"; then fail "distsampler $*: output does not match /$pattern/"$'\n'"$out"; return; fi
+  run "$@"
+  if [[ $rc -ne $code ]]; then fail "distsampler $* $(status_text), expected $code"$'\n'"$out$err"; return; fi
+  if ! grep -Eq -- "$pattern" <<<"$out"$'\n'"$err"; then
+    fail "distsampler $*: output does not match /$pattern/"$'\n'"$out$err"
+    return
+  fi
   passed=$((passed + 1))
 }
+
+# refuse FLAG MESSAGE ARGS...: exit 2 within the timeout, nothing on stdout, and one error line on stderr
+# "distsampler[ command]: ..." that names FLAG (as the user typed it) and contains MESSAGE (a fixed string),
+# with no internal class name, uncaught exception or sanitizer report.
+refuse() {
+  local flag="$1" message="$2"
+  shift 2
+  run "$@"
+  local what="distsampler $(printf '%q ' "$@" | cut -c1-200)"
+  if [[ $rc -ne 2 ]]; then fail "$what $(status_text), expected 2"$'\n'"$err"; return; fi
+  if [[ -n "$out" ]]; then fail "$what: printed to stdout before refusing:"$'\n'"${out:0:300}"; return; fi
+  if [[ "$err" != distsampler* ]]; then fail "$what: stderr does not start with 'distsampler':"$'\n'"$err"; return; fi
+  if ! grep -Fq -- "$flag" <<<"$err"; then fail "$what: message does not name $flag:"$'\n'"$err"; return; fi
+  if ! grep -Fq -- "$message" <<<"$err"; then fail "$what: message lacks '$message':"$'\n'"$err"; return; fi
+  if grep -Eq -- "$internal" <<<"$err"; then fail "$what: message shows internals:"$'\n'"$err"; return; fi
+  passed=$((passed + 1))
+}
+
+# help_ok ARGS...: exit 0, the usage on stdout, nothing on stderr; every NEEDLE after -- is on stdout.
+help_ok() {
+  local args=()
+  while [[ $# -gt 0 && "$1" != -- ]]; do args+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
+  run "${args[@]}"
+  if [[ $rc -ne 0 || -n "$err" || "$out" != *usage:* ]]; then
+    fail "distsampler ${args[*]}: $(status_text), stderr '$err', expected the usage on stdout and exit 0"
+    return
+  fi
+  local needle
+  for needle in "$@"; do
+    if [[ "$out" != *"$needle"* ]]; then fail "distsampler ${args[*]}: help does not mention $needle"; return; fi
+  done
+  passed=$((passed + 1))
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# What the commands print.
 
 # torch.utils.data.DistributedSampler(range(10), 4, r, seed=42), set_epoch(1): [8,5,2] [4,1,3] [9,6,8] [0,7,4].
 got="$("$cli" indices --size 10 --world 4 --rank 2 --seed 42 --epoch 1 --shuffle torch | tr '\n' ' ')"
 [[ "$got" == "9 6 8 " ]] && passed=$((passed + 1)) || fail "indices rank 2 gave '$got', torch gives '9 6 8 '"
+got="$("$cli" indices --size=10 --world=4 --rank=2 --seed=42 --epoch=1 --shuffle=torch | tr '\n' ' ')"
+[[ "$got" == "9 6 8 " ]] && passed=$((passed + 1)) || fail "--name=VALUE forms gave '$got', torch gives '9 6 8 '"
 got="$("$cli" indices --size 10 --world 4 --rank 3 --seed 42 --epoch 1 --shuffle torch --tail drop | tr '\n' ' ')"
 [[ "$got" == "0 7 " ]] && passed=$((passed + 1)) || fail "drop tail gave '$got', torch gives '0 7 '"
 got="$("$cli" indices --size 10 --world 4 --rank 1 --shuffle none --tail uneven | tr '\n' ' ')"
@@ -32,71 +95,361 @@ got="$("$cli" indices --size 10 --world 4 --rank 1 --shuffle none --tail uneven 
 [[ "$("$cli" indices --size 50 --world 2 --rank 0 --seed -1 --shuffle torch)" == \
    "$("$cli" indices --size 50 --world 2 --rank 0 --seed 18446744073709551615 --shuffle torch)" ]] &&
   passed=$((passed + 1)) || fail "--seed -1 differs from --seed 2^64-1"
-
 # The first K of a huge dataset come at once: nothing is materialised.
 lines="$("$cli" indices --size 18446744073709551615 --world 64 --rank 5 --count 1000 | wc -l)"
 [[ "$lines" -eq 1000 ]] && passed=$((passed + 1)) || fail "--count 1000 printed $lines lines"
+expect 0 '^$' -- indices --size 0 --world 3 --rank 2
 
-expect 0 '^ok: N=10 W=4 tail=pad counts 3..3 padding 2 duplicates 0 missing 0' -- check --size 10 --world 4 --seed 42 --epoch 1 --shuffle torch
+expect 0 '^ok: N=10 W=4 tail=pad counts 3..3 padding 2 duplicates 0 missing 0' -- check --size 10 --world 4 --seed 42 \
+    --epoch 1 --shuffle torch
 expect 0 '     2           3        1  9 6 8\*' -- check --size 10 --world 4 --seed 42 --epoch 1 --shuffle torch
 expect 0 '^ok: N=1001 W=7 tail=uneven counts 143..143' -- check --size 1001 --world 7 --tail uneven
 expect 0 '^ok: N=1000 W=7 tail=uneven counts 142..143' -- check --size 1000 --world 7 --tail uneven
-expect 0 '^ok: N=1000 W=7 tail=drop counts 142..142 padding 0 duplicates 0 missing 6' -- check --size 1000 --world 7 --tail drop --shuffle none
+expect 0 '^ok: N=1000 W=7 tail=drop counts 142..142 padding 0 duplicates 0 missing 6' -- check --size 1000 --world 7 \
+    --tail drop --shuffle none
+expect 0 '^ok: N=0 W=3 tail=pad counts 0..0' -- check --size 0 --world 3
+expect 0 '^ok: N=5 W=1 tail=pad' -- check --size 5 --world 1 --shuffle torch --torch-generation v1
 expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed
 expect 1 '^FAILED: .*not disjoint' -- check --size 1000 --world 4 --per-rank-seed --shuffle torch
 
 # shards: per-consumer read plans and a verdict, from a list or a file of shard sizes.
-expect 0 '^ok: N=1142 W=4 tail=pad counts 286..286 padding 2 duplicates 0 missing 0' -- shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2
+expect 0 '^ok: N=1142 W=4 tail=pad counts 286..286 padding 2 duplicates 0 missing 0' -- shards --shard-sizes \
+    100,0,5,1000,37 --world 2 --workers 2
 expect 0 '^rank 1 worker 1: 286 samples: ' -- shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1
-sizes_file="$(mktemp)"
+run shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1
+[[ "$(grep -c '^rank 0' <<<"$out")" -eq 0 && "$(grep -c '^rank 1' <<<"$out")" -eq 2 ]] &&
+  passed=$((passed + 1)) || fail "shards --rank 1 printed other ranks' plans:"$'\n'"$out"
+sizes_file="$tmp/sizes.txt"
 printf '10\n1000000\n0\n7\n' >"$sizes_file"
-expect 0 '^ok: N=1000017 W=6 tail=drop' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --tail drop --epoch 2
-expect 0 'at most 2 shards open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --max-open-shards 2
-rm -f "$sizes_file"
-expect 2 '--shard-sizes "nope.txt" is neither a comma-separated list nor a readable file' -- shards --shard-sizes nope.txt --world 2 --workers 1
-expect 2 '--workers is required for shards' -- shards --shard-sizes 5,5 --world 2
-expect 2 '--size is not used by shards' -- shards --shard-sizes 5,5 --world 2 --workers 1 --size 10
-expect 2 'StreamingShardSampler: num_workers is 0' -- shards --shard-sizes 5,5 --world 2 --workers 0
+expect 0 '^ok: N=1000017 W=6 tail=drop' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --tail drop \
+    --epoch 2
+expect 0 'at most 2 shards open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 \
+    --max-open-shards 2
+# Blank lines, spaces and CRLF line ends are accepted; a last line without a newline too.
+printf ' 10 \r\n\r\n\t20\r\n30' >"$tmp/crlf.txt"
+expect 0 '^ok: N=60 W=2 tail=pad' -- shards --shard-sizes "$tmp/crlf.txt" --world 2 --workers 1
+expect 0 '^ok: N=0 W=4 tail=pad' -- shards --shard-sizes 0,0 --world 2 --workers 2
 # Runs of one record and windows of 4: every range is one record; still a clean verdict.
 got="$("$cli" shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4 --rank 0 --ranges 20 |
   grep -o '[0-9]*\[[0-9]*,[0-9]*)' | tr '[,)' '   ' | awk '$3 - $2 != 1' | wc -l)"
 [[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--run-length 1 printed $got ranges longer than one record"
 expect 0 '^ok: N=96 W=2 tail=pad' -- shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4
-expect 2 'StreamingShardSampler: shuffle_window is 0 \(expected at least 1\)' -- shards --shard-sizes 5,5 --world 2 --workers 1 --window 0
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none
-expect 0 '^global batch 8 = micro-batch 2 x world_size 2 x accumulation 2; 2 steps' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --rank 0
+expect 0 '^global batch 8 = micro-batch 2 x world_size 2 x accumulation 2; 2 steps' -- batches --size 20 --world 2 \
+    --micro-batch 2 --accum 2 --rank 0
 expect 0 '^step 2 rank 0: \[16\*? ?' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --tail pad --shuffle none
-state="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
-[[ "$state" =~ ^distsampler-state\ v1\ dataset_size=20\ seed=0\ epoch=0\ consumed=16\ fingerprint=0x[0-9a-f]{16}$ ]] &&
-  passed=$((passed + 1)) || fail "state printed '$state'"
+run batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none --steps 1
+[[ "$(grep -c '^step' <<<"$out")" -eq 2 && "$out" != *"step 1 "* ]] && passed=$((passed + 1)) ||
+  fail "batches --steps 1 printed:"$'\n'"$out"
+saved="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
+[[ "$saved" =~ ^distsampler-state\ v3\ sampler=batch\ dataset_size=20\ seed=0\ shuffle=false\ tail=drop\ engine=identity/1\ layout=0x0{16}\ epoch=0\ consumed=16\ checksum=0x[0-9a-f]{16}$ ]] &&
+  passed=$((passed + 1)) || fail "state printed '$saved'"
 # Resume on 3 ranks instead of 2: the 4 remaining positions, one full global batch of 3.
-expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$state"
-expect 2 'tail differs \(state was saved with tail=drop, this sampler has tail=uneven' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$state"
-expect 2 'dataset_size' -- batches --size 21 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$state"
-expect 2 'SamplerState' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume "distsampler-state v9"
-expect 2 '--micro-batch is required for batches' -- batches --size 20 --world 2 --accum 1
-expect 2 'DistributedBatchSampler: micro_batch_size is 0' -- batches --size 20 --world 2 --micro-batch 0 --accum 1
-expect 2 'DistributedBatchSampler::state: steps_done 9 exceeds num_steps 2' -- state --size 20 --world 2 --micro-batch 2 --accum 2 --step 9
+expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
+    "$saved"
+expect 0 '^step 0 rank 2: \[18\]$' -- batches --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume \
+    "$saved" --epoch 0
+# A global batch of exactly 2^64-1 fits; one more overflows (refused below).
+expect 0 '^distsampler-state v3 sampler=batch dataset_size=5 .* consumed=0 ' -- state --size 5 --world 3 \
+    --micro-batch 6148914691236517205 --accum 1 --step 0
+# A state of a resumed run: 1 more step of 3 after the 16 consumed.
+expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
 
-expect 2 'missing command' --
-expect 2 'unknown command "shuffle"' -- shuffle
-expect 2 'unknown flag "--wrld" for indices' -- indices --size 10 --wrld 3
-expect 2 '--size is required for indices' -- indices --world 2 --rank 0
-expect 2 '--rank is required for indices' -- indices --size 10 --world 2
-expect 2 '--size "1e6" is not a decimal integer' -- indices --size 1e6 --world 2 --rank 0
-expect 2 '--size "99999999999999999999" overflows 64 bits' -- indices --size 99999999999999999999 --world 2 --rank 0
-expect 2 '--seed "-9223372036854775809" is below -2\^63' -- indices --size 9 --world 2 --rank 0 --seed -9223372036854775809
-expect 2 '--shuffle "random" is unknown \(expected feistel, torch or none\)' -- indices --size 10 --world 2 --rank 0 --shuffle random
-expect 2 '--tail "last" is unknown \(expected pad, drop or uneven\)' -- check --size 10 --world 2 --tail last
-expect 2 '--torch-generation "v3" is unknown' -- check --size 10 --world 2 --torch-generation v3
-expect 2 '--epoch needs a value' -- check --size 10 --world 2 --epoch
-expect 2 '--world given twice' -- check --size 10 --world 2 --world 3
-expect 2 '--rank is not used by check' -- check --size 10 --world 2 --rank 1
-expect 2 'World: rank 4 is out of range for world_size 4 \(expected 0..3\)' -- indices --size 10 --world 4 --rank 4
-expect 2 'World: world_size is 0 \(expected at least 1\)' -- indices --size 10 --world 0 --rank 0
-expect 2 'usage:' -- indices --size 10 --wrld 3
+# ---------------------------------------------------------------------------------------------------------
+# Help: the program's and each command's, exit 0, usage on stdout.
+help_ok --help -- indices check shards batches state "exit status"
+help_ok -h -- indices check shards batches state
+help_ok help -- indices check shards batches state
+help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank
+help_ok indices --help -- --size --world --rank --count --seed --epoch --shuffle --tail --torch-generation
+help_ok check -h -- --size --world --per-rank-seed --shuffle
+help_ok shards --help -- --shard-sizes --world --workers --max-open-shards --run-length --window --ranges
+help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
+help_ok state --help -- --size --world --micro-batch --accum --step --resume
+# --help wins wherever it is, even after a bad flag.
+help_ok check --size 1 --bogus 2 --help -- --per-rank-seed
+for c in indices check shards batches state; do
+  run "$c" --help
+  grep -Eq "^usage: distsampler $c " <<<"$out" && passed=$((passed + 1)) ||
+    fail "$c --help does not start with its usage"
+done
+
+# ---------------------------------------------------------------------------------------------------------
+# Hostile inputs: each exits 2 with one message naming the flag as typed, prints nothing on stdout, never
+# crashes or hangs (CLI_CASE_TIMEOUT per case).
+big=18446744073709551615
+over=18446744073709551616
+
+# The reports that started this table.
+refuse --world '--world 0 is too small (expected at least 1)' shards --shard-sizes 10 --world 0 --workers 1
+refuse --world "--world $big is too large for check (at most 1048576" check --size 10 --world $big
+refuse --size '--size 9223372036854775807 is too large for check (at most 134217728' check --size 9223372036854775807 \
+    --world 1
+refuse --workers "--workers $big is too large for shards" shards --shard-sizes 10 --world 1 --workers $big
+refuse --size '--size 10000000000 is too large for check' check --size 10000000000 --world 1
+refuse --world '--world 1000000000 is too large for check' check --size 10 --world 1000000000
+refuse --workers '--workers 1000000000 is too large for shards' shards --shard-sizes 10 --world 1 --workers 1000000000
+refuse --shard-sizes '--shard-sizes file "/dev/zero", line 1: a NUL byte' shards --shard-sizes /dev/zero --world 1 \
+    --workers 1
+refuse --world '--world 0 is too small' batches --size 10 --world 0 --micro-batch 1 --accum 1
+refuse --rank "--rank $big is out of range for --world 2 (expected 0..1)" batches --size 10 --world 2 --micro-batch 1 \
+    --accum 1 --rank $big
+refuse --rank '--rank 5 is out of range for --world 2 (expected 0..1)' shards --shard-sizes 10 --world 2 --workers 1 \
+    --rank 5
+refuse --rank '--rank is not used by state' state --size 10 --world 2 --micro-batch 1 --accum 1 --step 1 --rank 99
+
+# Flags a command does not take.
+refuse --workers '--workers is not used by indices' indices --size 10 --world 2 --rank 0 --workers 2
+refuse --count '--count is not used by check' check --size 10 --world 2 --count 3
+refuse --rank '--rank is not used by check' check --size 10 --world 2 --rank 1
+refuse --size '--size is not used by shards' shards --shard-sizes 5,5 --world 2 --workers 1 --size 10
+refuse --shuffle '--shuffle is not used by shards' shards --shard-sizes 5,5 --world 2 --workers 1 --shuffle none
+refuse --step '--step is not used by batches' batches --size 10 --world 2 --micro-batch 1 --accum 1 --step 1
+refuse --steps '--steps is not used by state' state --size 10 --world 2 --micro-batch 1 --accum 1 --step 1 --steps 1
+refuse --per-rank-seed '--per-rank-seed is not used by indices' indices --size 10 --world 2 --rank 0 --per-rank-seed
+refuse --torch-generation '--torch-generation applies only with --shuffle torch' check --size 10 --world 2 \
+    --torch-generation v1
+refuse --wrld 'unknown flag "--wrld"; did you mean --world?' indices --size 10 --wrld 3
+refuse --bogus 'unknown flag "--bogus"' batches --size 10 --world 2 --micro-batch 1 --accum 1 --bogus=1
+refuse -s 'unknown flag "-s"' indices -s 10 --world 2 --rank 0
+refuse foo 'unexpected argument "foo"' indices --size 10 --world 2 --rank 0 foo
+refuse -- 'unknown flag "--"' indices --size 10 --world 2 --rank 0 --
+refuse --per-rank-seed '--per-rank-seed takes no value' check --size 10 --world 2 --per-rank-seed=1
+
+# Flags given twice, in either form.
+refuse --world '--world given twice' check --size 10 --world 2 --world 3
+refuse --size '--size given twice' check --size=10 --world 2 --size 10
+refuse --per-rank-seed '--per-rank-seed given twice' check --size 10 --world 2 --per-rank-seed --per-rank-seed
+
+# Missing flags and missing values.
+refuse --size '--size is required for indices' indices --world 2 --rank 0
+refuse --rank '--rank is required for indices' indices --size 10 --world 2
+refuse --workers '--workers is required for shards' shards --shard-sizes 5,5 --world 2
+refuse --micro-batch '--micro-batch is required for batches' batches --size 20 --world 2 --accum 1
+refuse --step '--step is required for state' state --size 20 --world 2 --micro-batch 1 --accum 1
+refuse --epoch '--epoch needs a value (E)' check --size 10 --world 2 --epoch
+refuse --rank '--rank needs a value' indices --size 10 --world 2 --rank
+refuse --size '--size needs a value (N) before "--world"' indices --size --world 2 --rank 0
+
+# Empty values.
+refuse --size '--size "" is empty' indices --size= --world 2 --rank 0
+refuse --world '--world "" is empty' indices --size 10 --world '' --rank 0
+refuse --seed '--seed "" is empty' indices --size 10 --world 2 --rank 0 --seed=
+refuse --tail '--tail "" is unknown (expected pad, drop or uneven)' check --size 10 --world 2 --tail=
+refuse --shuffle '--shuffle "" is unknown (expected feistel, torch or none)' check --size 10 --world 2 --shuffle ''
+refuse --shard-sizes '--shard-sizes is empty' shards --shard-sizes= --world 2 --workers 1
+refuse --resume '--resume: ' batches --size 20 --world 2 --micro-batch 1 --accum 1 --resume=
+refuse --count '--count "" is empty' indices --size 10 --world 2 --rank 0 --count ''
+
+# Negative numbers, other malformed numbers, and 2^64.
+refuse --size '--size "-5" has a sign' indices --size -5 --world 2 --rank 0
+refuse --world '--world "-1" has a sign' check --size 10 --world -1
+refuse --rank '--rank "-1" has a sign' indices --size 10 --world 2 --rank=-1
+refuse --epoch '--epoch "-1" has a sign' check --size 10 --world 2 --epoch -1
+refuse --count '--count "+3" has a sign' indices --size 10 --world 2 --rank 0 --count +3
+refuse --seed '--seed "-9223372036854775809" is below -2^63' indices --size 9 --world 2 --rank 0 --seed \
+    -9223372036854775809
+refuse --seed '--seed "--3"' indices --size 9 --world 2 --rank 0 --seed=--3
+refuse --size '--size "1e6" is not a decimal integer' indices --size 1e6 --world 2 --rank 0
+refuse --size '--size "0x10" is not a decimal integer' indices --size 0x10 --world 2 --rank 0
+refuse --size '--size " 10" contains white space' indices --size ' 10' --world 2 --rank 0
+refuse --size "--size \"$over\" overflows 64 bits" indices --size $over --world 2 --rank 0
+refuse --world "--world \"$over\" overflows 64 bits" check --size 10 --world $over
+refuse --seed "--seed \"$over\" overflows 64 bits" check --size 10 --world 2 --seed $over
+refuse --shard-sizes "--shard-sizes entry 1 \"$over\" overflows 64 bits" shards --shard-sizes $over --world 1 \
+    --workers 1
+refuse --shard-sizes '--shard-sizes add up to more than 2^64-1 samples (at entry 2' shards --shard-sizes $big,1 \
+    --world 1 --workers 1
+
+# Unknown commands.
+refuse 'missing command' 'missing command (expected indices, check, shards, batches or state'
+refuse shuffle 'unknown command "shuffle"' shuffle
+refuse '""' 'unknown command ""' ''
+refuse '"chek"' 'did you mean check?' chek --size 10 --world 2
+refuse --size 'expected a command before "--size"' --size 10 indices
+refuse bogus 'unknown command "bogus"' help bogus
+refuse extra 'unexpected argument "extra" after "--help"' --help extra
+
+# Bytes that are not UTF-8 are shown escaped; valid UTF-8 is shown as is.
+refuse --size '--size "\xff\xfe" is not a decimal integer' indices --size $'\xff\xfe' --world 2 --rank 0
+refuse '--\xff' 'unknown flag "--\xff"' indices --size 10 --world 2 --rank 0 $'--\xff'
+refuse --tail '--tail "pad\xc3" is unknown' check --size 10 --world 2 --tail $'pad\xc3'
+refuse --tail '--tail "pädding" is unknown' check --size 10 --world 2 --tail 'pädding'
+refuse --shuffle '--shuffle "\x1b[31m" is unknown' check --size 10 --world 2 --shuffle $'\e[31m'
+refuse '"\xff"' 'unknown command "\xff"' $'\xff'
+
+# A very long argument is shown cut, with its length.
+long="$(head -c 100000 /dev/zero | tr '\0' '7')"
+refuse --size '"... (100000 bytes) overflows 64 bits' indices --size "$long" --world 2 --rank 0
+refuse --shard-sizes '"... (5000 bytes) cannot be opened' shards --shard-sizes \
+    "$(head -c 5000 /dev/zero | tr '\0' 'a')" --world 1 --workers 1
+refuse "unknown flag" '... (100002 bytes)' check --size 10 --world 2 "--$long"
+
+# Values the library would reject, refused first with the flag's name.
+refuse --workers '--workers 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 0
+refuse --window '--window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
+    --window 0
+refuse --run-length '--run-length 0 is too small' shards --shard-sizes 5,5 --world 2 --workers 1 --run-length 0
+refuse --max-open-shards '--max-open-shards 0 is out of range (expected 1..64)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --max-open-shards 0
+refuse --max-open-shards '--max-open-shards 65 is out of range (expected 1..64)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --max-open-shards 65
+refuse --run-length "--max-open-shards 2 x --run-length $big overflows 64 bits" shards --shard-sizes 5 --world 1 \
+    --workers 1 --max-open-shards 2 --run-length $big
+refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' batches --size 20 --world 2 --micro-batch 0 \
+    --accum 1
+refuse --accum '--accum 0 is too small' state --size 20 --world 2 --micro-batch 1 --accum 0 --step 0
+refuse --accum "--micro-batch $big x --world 2 x --accum 1 overflows 64 bits" batches --size 20 --world 2 \
+    --micro-batch $big --accum 1
+refuse --micro-batch '--micro-batch 6148914691236517206 x --world 3 x --accum 1 overflows 64 bits' state --size 5 \
+    --world 3 --micro-batch 6148914691236517206 --accum 1 --step 0
+refuse --rank '--rank 4 is out of range for --world 4 (expected 0..3)' indices --size 10 --world 4 --rank 4
+refuse --world '--world 0 is too small (expected at least 1)' indices --size 10 --world 0 --rank 0
+refuse --world '--world 0 is too small' check --size 10 --world 0
+refuse --world '--world 0 is too small' state --size 10 --world 0 --micro-batch 1 --accum 1 --step 0
+refuse --step '--step 9 is past the end of the epoch (2 steps; expected 0..2)' state --size 20 --world 2 \
+    --micro-batch 2 --accum 2 --step 9
+refuse --tail '--tail "last" is unknown (expected pad, drop or uneven)' check --size 10 --world 2 --tail last
+refuse --shuffle '--shuffle "random" is unknown (expected feistel, torch or none)' indices --size 10 --world 2 --rank \
+    0 --shuffle random
+refuse --torch-generation '--torch-generation "v3" is unknown (expected v1 or v2.7)' check --size 10 --world 2 \
+    --shuffle torch --torch-generation v3
+
+# --resume: malformed or foreign states, named by the flag.
+refuse --resume '--resume: unsupported version 9' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
+    "distsampler-state v9"
+refuse --resume '--resume: expected magic' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
+    $'\xff\x00garbage'
+refuse --resume '--resume: tail differs (state drop, sampler uneven' batches --size \
+    20 --world 3 --micro-batch 1 --accum 1 --shuffle none --tail uneven --resume "$saved"
+refuse --resume '--resume: dataset_size differs (state 20, sampler 21' batches --size 21 --world 3 \
+    --micro-batch 1 --accum 1 --shuffle none --resume "$saved"
+refuse --resume '--epoch 3 differs from epoch 0 recorded in --resume' batches --size 20 --world 3 --micro-batch 1 \
+    --accum 1 --shuffle none --resume "$saved" --epoch 3
+refuse --step '--step 5 is past the end of the epoch (1 steps left after --resume' state --size 20 --world 4 \
+    --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 5
+
+# Resource guards: what would not fit in memory or time is refused before any work.
+refuse --count "--size $big gives rank 0 " indices --size $big --world 1 --rank 0
+refuse --size '--size 1000000000 with --shuffle torch is too large for indices' indices --size 1000000000 --world 1 \
+    --rank 0 --shuffle torch --count 1
+refuse --world '(--size 100000 + 1024) x --world 10000 with --shuffle torch is too large for check' \
+    check --size 100000 --world 10000 --shuffle torch
+refuse --steps "steps of --micro-batch 1 x --accum 1 on every rank would print 2^64-1 or more indices" batches --size \
+    $big --world 1 --micro-batch 1 --accum 1
+refuse --steps 'would print 300000000000 indices' batches --size 10 --world 3 --micro-batch 100000000000 --accum 1 \
+    --tail pad
+refuse --rank '--world 2000000 is too large for batches without --rank' batches --size 10 --world 2000000 \
+    --micro-batch 1 --accum 1
+refuse --rank 'with --shuffle torch is too large for batches' batches --size 1000000 --world 1000 --micro-batch 1 \
+    --accum 1 --shuffle torch --steps 1
+refuse --shard-sizes "--shard-sizes's total of 200000000 samples is too large for shards" shards --shard-sizes \
+    200000000 --world 1 --workers 1
+
+# --shard-sizes lists and files: bad entries, bad lines (named by file and line), and inputs that must fail fast.
+refuse --shard-sizes '--shard-sizes entry 2 "" is empty' shards --shard-sizes 5,,5 --world 1 --workers 1
+refuse --shard-sizes '--shard-sizes entry 3 "" is empty' shards --shard-sizes 5,5, --world 1 --workers 1
+refuse --shard-sizes '--shard-sizes entry 1 "" is empty' shards --shard-sizes , --world 1 --workers 1
+refuse --shard-sizes \
+    '--shard-sizes "nope.txt" is neither a comma-separated list of sample counts nor an existing file' shards \
+    --shard-sizes nope.txt --world 2 --workers 1
+refuse --shard-sizes "--shard-sizes file \"$tmp\" is a directory" shards --shard-sizes "$tmp" --world 1 --workers 1
+printf '10\n20\nabc\n' >"$tmp/bad.txt"
+refuse --shard-sizes "--shard-sizes file \"$tmp/bad.txt\", line 3: \"abc\" is not a decimal integer" shards \
+    --shard-sizes "$tmp/bad.txt" --world 1 --workers 1
+printf '10\n-20\n' >"$tmp/negative.txt"
+refuse --shard-sizes "file \"$tmp/negative.txt\", line 2: \"-20\" has a sign" shards --shard-sizes \
+    "$tmp/negative.txt" --world 1 --workers 1
+printf '1 2\n' >"$tmp/two.txt"
+refuse --shard-sizes "file \"$tmp/two.txt\", line 1: \"1 2\" contains white space" shards --shard-sizes \
+    "$tmp/two.txt" --world 1 --workers 1
+printf '5\n%0300d\n' 1 >"$tmp/longline.txt"
+refuse --shard-sizes "file \"$tmp/longline.txt\", line 2: longer than 256 bytes" shards --shard-sizes \
+    "$tmp/longline.txt" --world 1 --workers 1
+: >"$tmp/empty.txt"
+refuse --shard-sizes "file \"$tmp/empty.txt\" has no sample counts" shards --shard-sizes "$tmp/empty.txt" --world 1 \
+    --workers 1
+printf '\n \n\r\n' >"$tmp/blank.txt"
+refuse --shard-sizes "file \"$tmp/blank.txt\" has no sample counts" shards --shard-sizes "$tmp/blank.txt" --world 1 \
+    --workers 1
+head -c 34000000 /dev/zero | tr '\0' '\n' >"$tmp/huge.txt"
+refuse --shard-sizes "file \"$tmp/huge.txt\" is larger than 33554432 bytes" shards --shard-sizes "$tmp/huge.txt" \
+    --world 1 --workers 1
+rm -f "$tmp/huge.txt"
+yes 1 | head -n 1048577 >"$tmp/many.txt"
+refuse --shard-sizes "file \"$tmp/many.txt\", line 1048577: more than 1048576 sample counts" shards --shard-sizes \
+    "$tmp/many.txt" --world 1 --workers 1
+head -n 1048576 "$tmp/many.txt" >"$tmp/most.txt"
+refuse --shard-sizes '--world 17 x 1048576 shards in --shard-sizes is too large for shards (at most 16777216' \
+    shards --shard-sizes "$tmp/most.txt" --world 17 --workers 1
+refuse --shard-sizes '--shard-sizes file "/dev/urandom", line 1' shards --shard-sizes /dev/urandom --world 1 --workers 1
+
+# Running out of memory is a message and exit 2, not an abort (skipped where the binary cannot run under a
+# 100 MB address-space limit, as under AddressSanitizer).
+if { bash -c 'ulimit -v 100000 && "$0" --help' "$cli" >/dev/null; } 2>/dev/null; then
+  (ulimit -v 100000 && exec "$cli" check --size 130000000 --world 1) >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q '^distsampler check: out of memory' "$tmp/err" &&
+    passed=$((passed + 1)) || fail "check under a 100 MB limit $(status_text): $(cat "$tmp/out" "$tmp/err")"
+  # torch's table that cannot be allocated: the library's config_error, prefixed with the flags.
+  (ulimit -v 100000 && exec "$cli" indices --size 67108864 --world 1 --rank 0 --shuffle torch --count 3) \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q '^distsampler indices: --size.*out of memory' "$tmp/err" &&
+    passed=$((passed + 1)) || fail "torch indices under a 100 MB limit $(status_text): $(cat "$tmp/out" "$tmp/err")"
+fi
+
+# Output that cannot be written is an error, not a silent truncation.
+timeout -k 2 "$limit" "$cli" indices --size 100000 --world 1 --rank 0 >/dev/full 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q 'distsampler indices: cannot write to standard output' "$tmp/err" &&
+  passed=$((passed + 1)) ||
+  fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
+
+# ---------------------------------------------------------------------------------------------------------
+# The README's transcripts: every `$ distsampler ...` line shown there prints the lines shown after it, in order
+# ("..." stands for lines left out), so the README cannot drift from the command.
+readme="$(dirname "${BASH_SOURCE[0]}")/../README.md"
+distsampler() { "$cli" "$@"; }
+transcript_check() {
+  local command="$1" expected="$2" actual line at=0
+  # An assignment such as state=$(...) must run in this shell, for the commands after it.
+  if [[ "$command" =~ ^[a-z_]+=\$\( ]]; then eval "$command"; else actual="$(eval "$command" 2>&1)"; fi
+  [[ -z "$expected" ]] && return 0
+  while IFS= read -r line; do
+    [[ "$line" == "..." ]] && continue
+    local rest
+    rest="$(tail -n +$((at + 1)) <<<"$actual" | grep -nxF -- "$line" | head -1 | cut -d: -f1)"
+    if [[ -z "$rest" ]]; then fail "README: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
+    at=$((at + rest))
+  done <<<"$expected"
+  passed=$((passed + 1))
+}
+if [[ -f "$readme" ]]; then
+  command="" expected="" in_section=0 in_block=0 transcripts=0
+  while IFS= read -r line; do
+    if [[ "$line" == "## The command line" ]]; then in_section=1; continue; fi
+    [[ $in_section -eq 1 && "$line" == "## "* ]] && break
+    [[ $in_section -eq 1 ]] || continue
+    if [[ "$line" == '```'* ]]; then
+      if [[ $in_block -eq 1 && -n "$command" ]]; then transcript_check "$command" "$expected"; command=""; fi
+      in_block=$((1 - in_block))
+      continue
+    fi
+    [[ $in_block -eq 1 ]] || continue
+    if [[ "$line" == '$ '* ]]; then
+      [[ -n "$command" ]] && transcript_check "$command" "$expected"
+      command="${line#\$ }" expected=""
+      transcripts=$((transcripts + 1))
+    elif [[ -n "$command" ]]; then
+      expected+="${expected:+$'\n'}$line"
+    fi
+  done <"$readme"
+  [[ $transcripts -ge 5 ]] && passed=$((passed + 1)) ||
+    fail "README: found $transcripts transcript commands, expected 5 or more"
+fi
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -31,7 +31,8 @@ std::vector<Vec> step_sets(std::uint64_t n, std::uint64_t m, std::uint64_t w, st
                            BatchSamplerOptions options, std::uint64_t epoch) {
   std::vector<Vec> steps;
   for (std::uint64_t r = 0; r < w; ++r) {
-    DistributedBatchSampler<P> s(n, m, World(r, w), k, options);
+    DistributedBatchSampler<P> s(n, World(r, w),
+                                 BatchSamplerOptions(options).with_micro_batch_size(m).with_accumulation_steps(k));
     s.set_epoch(epoch);
     if (r == 0) steps.resize(s.num_steps());
     REQUIRE(s.num_steps() == steps.size());
@@ -53,12 +54,15 @@ TEST_CASE("The layout follows the documented formula", "[batch]") {
   o.shuffle = false;
   auto mb = [&](Tail tail, std::uint64_t rank, std::uint64_t step, std::uint64_t k) {
     o.tail = tail;
-    DistributedBatchSampler<> s(20, 2, World(rank, 2), 2, o);
+    DistributedBatchSampler<> s(20, World(rank, 2),
+                                BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2));
     return s.micro_batch(step, k);
   };
   SECTION("drop: 2 full steps of G = 8") {
     o.tail = Tail::drop;
-    CHECK(DistributedBatchSampler<>(20, 2, World(0, 2), 2, o).num_steps() == 2);
+    CHECK(DistributedBatchSampler<>(20, World(0, 2),
+                                    BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2))
+              .num_steps() == 2);
     CHECK(mb(Tail::drop, 0, 0, 0) == Vec{0, 1});
     CHECK(mb(Tail::drop, 1, 0, 0) == Vec{2, 3});
     CHECK(mb(Tail::drop, 0, 0, 1) == Vec{4, 5});
@@ -67,7 +71,8 @@ TEST_CASE("The layout follows the documented formula", "[batch]") {
   }
   SECTION("pad: a third step padded from the start of the order, flagged") {
     o.tail = Tail::pad;
-    DistributedBatchSampler<> s(20, 2, World(1, 2), 2, o);
+    DistributedBatchSampler<> s(20, World(1, 2),
+                                BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2));
     CHECK(s.num_steps() == 3);
     CHECK(mb(Tail::pad, 0, 2, 0) == Vec{16, 17});
     CHECK(mb(Tail::pad, 1, 2, 0) == Vec{18, 19});
@@ -79,7 +84,8 @@ TEST_CASE("The layout follows the documented formula", "[batch]") {
   }
   SECTION("uneven: the remainder spread over every micro-batch slot") {
     o.tail = Tail::uneven;
-    DistributedBatchSampler<> s(20, 2, World(0, 2), 2, o);
+    DistributedBatchSampler<> s(20, World(0, 2),
+                                BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2));
     CHECK(s.num_steps() == 3);
     CHECK(mb(Tail::uneven, 0, 2, 0) == Vec{16});
     CHECK(mb(Tail::uneven, 1, 2, 0) == Vec{17});
@@ -106,7 +112,9 @@ TEMPLATE_TEST_CASE("Elastic determinism: 8x1, 4x2, 2x4 and 1x8 read identical gl
     CHECK(step_sets<TestType>(n, m, wk.first, wk.second, o, 5) == reference);
   }
   // global_batch lists the step in position order whatever the factorisation.
-  DistributedBatchSampler<TestType> a(n, m, World(3, 8), 1, o), b(n, m, World(0, 2), 4, o);
+  DistributedBatchSampler<TestType> a(n, World(3, 8), BatchSamplerOptions(o).with_micro_batch_size(m));
+  DistributedBatchSampler<TestType> b(n, World(0, 2),
+                                      BatchSamplerOptions(o).with_micro_batch_size(m).with_accumulation_steps(4));
   a.set_epoch(5);
   b.set_epoch(5);
   for (std::uint64_t step = 0; step < a.num_steps(); ++step) CHECK(a.global_batch(step) == b.global_batch(step));
@@ -128,7 +136,8 @@ TEMPLATE_TEST_CASE("Every tail keeps its promise over small sizes and shapes", "
             std::uint64_t padding = 0, steps = 0, lo = UINT64_MAX, hi = 0;
             const std::uint64_t g = m * w * k;
             for (std::uint64_t r = 0; r < w; ++r) {
-              DistributedBatchSampler<TestType> s(n, m, World(r, w), k, o);
+              DistributedBatchSampler<TestType> s(
+                  n, World(r, w), BatchSamplerOptions(o).with_micro_batch_size(m).with_accumulation_steps(k));
               if (r == 0) steps = s.num_steps();
               REQUIRE(s.num_steps() == steps);
               for (std::uint64_t step = 0; step < s.num_steps(); ++step) {
@@ -184,7 +193,8 @@ TEST_CASE("Workers get the rank's micro-batches round-robin, equal per slot on e
   for (std::uint64_t workers = 1; workers <= 5; ++workers) {
     std::vector<std::uint64_t> slot_counts;
     for (std::uint64_t r = 0; r < w; ++r) {
-      DistributedBatchSampler<> s(n, m, World(r, w), k, o);
+      DistributedBatchSampler<> s(n, World(r, w),
+                                  BatchSamplerOptions(o).with_micro_batch_size(m).with_accumulation_steps(k));
       std::map<std::pair<std::uint64_t, std::uint64_t>, int> seen;
       for (std::uint64_t wk = 0; wk < workers; ++wk) {
         const auto schedule = s.worker_schedule(workers, wk);
@@ -210,7 +220,8 @@ TEST_CASE("fill_micro_batch, position and iteration agree with micro_batch", "[b
   BatchSamplerOptions o;
   o.seed = 9;
   o.tail = Tail::uneven;
-  DistributedBatchSampler<> s(103, 5, World(1, 4), 3, o);
+  DistributedBatchSampler<> s(103, World(1, 4),
+                              BatchSamplerOptions(o).with_micro_batch_size(5).with_accumulation_steps(3));
   std::vector<std::uint64_t> buffer(5);
   std::uint64_t steps = 0;
   for (const auto step : s) {
@@ -235,7 +246,8 @@ TEST_CASE("Auto epoch advance: each new pass reads the next epoch", "[batch][epo
   BatchSamplerOptions o;
   o.seed = 3;
   o.epoch_mode = EpochMode::auto_advance;
-  DistributedBatchSampler<> s(64, 2, World(0, 2), 2, o);
+  DistributedBatchSampler<> s(64, World(0, 2),
+                              BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2));
   auto first_batch = [](DistributedBatchSampler<>& sampler) {
     Vec out;
     for (const auto step : sampler) {
@@ -243,7 +255,8 @@ TEST_CASE("Auto epoch advance: each new pass reads the next epoch", "[batch][epo
     }
     return out;
   };
-  DistributedBatchSampler<> reference(64, 2, World(0, 2), 2, {true, 3});
+  DistributedBatchSampler<> reference(
+      64, World(0, 2), BatchSamplerOptions().with_seed(3).with_micro_batch_size(2).with_accumulation_steps(2));
   CHECK(first_batch(s) == reference.micro_batch(0, 0));
   CHECK(s.epoch() == 0);
   CHECK(first_batch(s) != reference.micro_batch(0, 0));
@@ -259,7 +272,8 @@ TEST_CASE("Auto epoch advance: each new pass reads the next epoch", "[batch][epo
   (void)first_batch(s);
   CHECK(s.epoch() == 8);
 
-  DistributedBatchSampler<> manual(64, 2, World(0, 2), 2, {true, 3});
+  DistributedBatchSampler<> manual(
+      64, World(0, 2), BatchSamplerOptions().with_seed(3).with_micro_batch_size(2).with_accumulation_steps(2));
   (void)first_batch(manual);
   (void)first_batch(manual);
   CHECK(manual.epoch() == 0);
@@ -274,7 +288,8 @@ TEST_CASE("Dataset sizes near 2^64 neither overflow nor materialise", "[batch][l
   const std::uint64_t n = UINT64_MAX;
   BatchSamplerOptions o;
   o.tail = Tail::pad;
-  DistributedBatchSampler<> s(n, 4, World(7, 8), 2, o);
+  DistributedBatchSampler<> s(n, World(7, 8),
+                              BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK(s.global_batch_size() == 64);
   CHECK(s.num_steps() == n / 64 + 1);
   const std::uint64_t last = s.num_steps() - 1;
@@ -283,7 +298,8 @@ TEST_CASE("Dataset sizes near 2^64 neither overflow nor materialise", "[batch][l
   CHECK(s.is_padding(last, 1, 3));
   CHECK(s.position(last, 1, 3) == (1 * 8 + 7) * 4 + 3 - 63);
   o.tail = Tail::drop;
-  DistributedBatchSampler<> d(n, 4, World(7, 8), 2, o);
+  DistributedBatchSampler<> d(n, World(7, 8),
+                              BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK(d.num_steps() == n / 64);
   CHECK(d.position(d.num_steps() - 1, 1, 3) == (n / 64 - 1) * 64 + 63);
   CHECK(d.micro_batch(d.num_steps() - 1, 1).size() == 4);
@@ -291,7 +307,8 @@ TEST_CASE("Dataset sizes near 2^64 neither overflow nor materialise", "[batch][l
 
   const std::uint64_t half = (std::uint64_t{1} << 63) + 1;
   o.tail = Tail::pad;
-  DistributedBatchSampler<> big(n, 1, World(0, 1), half, o);
+  DistributedBatchSampler<> big(n, World(0, 1),
+                                BatchSamplerOptions(o).with_micro_batch_size(1).with_accumulation_steps(half));
   CHECK(big.num_steps() == 2);
   CHECK_THROWS_WITH(big.micro_batch_count(),
                     "DistributedBatchSampler: num_steps 2 x accumulation_steps 9223372036854775809 overflows 64 bits");
@@ -300,40 +317,55 @@ TEST_CASE("Dataset sizes near 2^64 neither overflow nor materialise", "[batch][l
 }
 
 TEST_CASE("Bad configuration throws config_error with the exact message", "[batch][errors]") {
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, 0, World(0, 1), 1),
-                    "DistributedBatchSampler: micro_batch_size is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, 2, World(0, 1), 0),
+  const auto micro = [](std::uint64_t m) { return BatchSamplerOptions().with_micro_batch_size(m); };
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 1), BatchSamplerOptions()),
+                    "DistributedBatchSampler: micro_batch_size is 0 (expected at least 1; set it with "
+                    "BatchSamplerOptions().with_micro_batch_size(m))");
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 1), micro(2).with_accumulation_steps(0)),
                     "DistributedBatchSampler: accumulation_steps is 0 (expected at least 1)");
   World bad;
   bad.rank = 4;
   bad.world_size = 4;
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, 2, bad, 1),
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, bad, micro(2)),
                     "DistributedBatchSampler: rank 4 is out of range for world_size 4 (expected 0..3)");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, std::uint64_t{1} << 33, World(0, 4), std::uint64_t{1} << 30),
-                    "DistributedBatchSampler: global batch micro_batch_size 8589934592 x world_size 4 x "
-                    "accumulation_steps 1073741824 overflows 64 bits");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>::with_global_batch(10, std::uint64_t{1} << 63, World(0, 4), 8),
+  CHECK_THROWS_WITH(
+      DistributedBatchSampler<>(10, World(0, 4), micro(std::uint64_t{1} << 33).with_accumulation_steps(1u << 30)),
+      "DistributedBatchSampler: global batch micro_batch_size 8589934592 x world_size 4 x "
+      "accumulation_steps 1073741824 overflows 64 bits");
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 4), micro(std::uint64_t{1} << 63).with_global_batch_size(8)),
                     "DistributedBatchSampler: micro_batch_size 9223372036854775808 x world_size 4 overflows 64 bits");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>::with_global_batch(10, 8, World(0, 4), 100),
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 4), micro(std::uint64_t{1} << 63)),
+                    "DistributedBatchSampler: micro_batch_size 9223372036854775808 x world_size 4 overflows 64 bits");
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 4), micro(8).with_global_batch_size(100)),
                     "DistributedBatchSampler: global_batch_size 100 is not a multiple of micro_batch_size 8 x "
                     "world_size 4 (expected a positive multiple of 32)");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>::with_global_batch(10, 8, World(0, 4), 0),
-                    "DistributedBatchSampler: global_batch_size 0 is not a multiple of micro_batch_size 8 x "
-                    "world_size 4 (expected a positive multiple of 32)");
-  CHECK_THROWS_WITH(DistributedBatchSampler<>::with_global_batch(10, 0, World(0, 4), 8),
-                    "DistributedBatchSampler: micro_batch_size is 0 (expected at least 1)");
-  BatchSamplerOptions o;
+  CHECK_THROWS_WITH(
+      DistributedBatchSampler<>(10, World(0, 4), micro(8).with_global_batch_size(64).with_accumulation_steps(3)),
+      "DistributedBatchSampler: accumulation_steps 3 disagrees with global_batch_size 64 (expected 2 = "
+      "global_batch_size / (micro_batch_size x world_size); set only one of them)");
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 4), BatchSamplerOptions().with_global_batch_size(8)),
+                    "DistributedBatchSampler: micro_batch_size is 0 (expected at least 1; set it with "
+                    "BatchSamplerOptions().with_micro_batch_size(m))");
+  BatchSamplerOptions o = micro(2);
   o.tail = static_cast<Tail>(9);
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, 2, World(0, 1), 1, o),
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 1), o),
                     "DistributedBatchSampler: tail 9 is not a Tail (expected pad, drop or uneven)");
   o.tail = Tail::drop;
   o.epoch_mode = static_cast<EpochMode>(5);
-  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, 2, World(0, 1), 1, o),
+  CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 1), o),
                     "DistributedBatchSampler: epoch_mode 5 is not an EpochMode (expected manual or auto_advance)");
 
-  const auto s = DistributedBatchSampler<>::with_global_batch(100, 2, World(1, 4), 16);
+  // global_batch_size resolves accumulation_steps; an agreeing accumulation_steps is fine.
+  const DistributedBatchSampler<> s(100, World(1, 4), micro(2).with_global_batch_size(16));
   CHECK(s.accumulation_steps() == 2);
+  CHECK(s.options().accumulation_steps == 2);
+  CHECK(s.options().global_batch_size == 16);
   CHECK(s.num_steps() == 6);
+  CHECK(DistributedBatchSampler<>(100, World(1, 4), micro(2).with_global_batch_size(16).with_accumulation_steps(2))
+            .options() == s.options());
+  const DistributedBatchSampler<> by_steps(100, World(1, 4), micro(2).with_accumulation_steps(3));
+  CHECK(by_steps.options().global_batch_size == 24);
+  CHECK(by_steps.global_batch_size() == 24);
   CHECK_THROWS_WITH(s.micro_batch(6, 0),
                     "DistributedBatchSampler::micro_batch: step 6 is out of range for num_steps 6");
   CHECK_THROWS_WITH(s.micro_batch(0, 2),
@@ -344,7 +376,7 @@ TEST_CASE("Bad configuration throws config_error with the exact message", "[batc
   CHECK_THROWS_WITH(s.worker_schedule(4, 4),
                     "DistributedBatchSampler: worker 4 is out of range for num_workers 4 (expected 0..3)");
   CHECK_THROWS_WITH(s.worker_micro_batch(4, 3, 3),
-                    "DistributedBatchSampler::worker_micro_batch: i 3 is out of range for worker 3's count 3");
+                    "DistributedBatchSampler: i 3 is out of range for worker 3's count 3 (expected 0..2)");
   CHECK_THROWS_WITH(s.state(7), "DistributedBatchSampler::state: steps_done 7 exceeds num_steps 6 (expected 0..6)");
   CHECK_THROWS_WITH(s.state(1, 2),
                     "DistributedBatchSampler::state: micro_batches_done 2 is out of range (expected 0..1)");
@@ -355,7 +387,8 @@ TEST_CASE("Bad configuration throws config_error with the exact message", "[batc
 TEST_CASE("An empty dataset has no steps", "[batch]") {
   BatchSamplerOptions o;
   o.tail = Tail::pad;
-  DistributedBatchSampler<> s(0, 2, World(0, 2), 2, o);
+  DistributedBatchSampler<> s(0, World(0, 2),
+                              BatchSamplerOptions(o).with_micro_batch_size(2).with_accumulation_steps(2));
   CHECK(s.num_steps() == 0);
   CHECK(s.begin() == s.end());
   CHECK(s.worker_micro_batch_count(2, 1) == 0);

@@ -24,7 +24,7 @@ TEMPLATE_TEST_CASE("DistributedSampler is disjoint, covering and balanced for ev
       for (Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
         for (bool shuffle : {true, false}) {
           const std::uint64_t epoch = (n * 7 + w) % 5;
-          const SamplerOptions options{shuffle, 1234 + n, tail};
+          const SamplerOptions options = SamplerOptions().with_shuffle(shuffle).with_seed(1234 + n).with_tail(tail);
           const auto report = distsampler::check_samplers(n, w, tail, [&](World world) {
             DistributedSampler<TestType> s(n, world, options);
             s.set_epoch(epoch);
@@ -41,7 +41,7 @@ TEMPLATE_TEST_CASE("DistributedSampler is disjoint, covering and balanced for ev
 
 TEMPLATE_TEST_CASE("DistributedSampler's iteration, operator[] and indices() agree", "[sampler]", TorchRandperm,
                    FeistelPermutation) {
-  DistributedSampler<TestType> s(1003, World(2, 7), {true, 5, Tail::pad});
+  DistributedSampler<TestType> s(1003, World(2, 7), SamplerOptions().with_seed(5));
   s.set_epoch(3);
   const auto list = s.indices();
   REQUIRE(list.size() == s.size());
@@ -61,7 +61,7 @@ TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with operator[] on every sl
     for (std::uint64_t w : {1u, 3u, 8u}) {
       for (std::uint64_t r = 0; r < w; ++r) {
         for (bool shuffle : {true, false}) {
-          DistributedSampler<TestType> s(n, World(r, w), {shuffle, 3, Tail::pad});
+          DistributedSampler<TestType> s(n, World(r, w), SamplerOptions().with_shuffle(shuffle).with_seed(3));
           s.set_epoch(2);
           std::vector<std::uint64_t> out(static_cast<std::size_t>(s.size()));
           for (std::uint64_t first : {std::uint64_t{0}, s.size() / 3}) {
@@ -80,7 +80,7 @@ TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with operator[] on every sl
 
 TEMPLATE_TEST_CASE("DistributedSampler is a pure function of its inputs and set_epoch reshuffles", "[sampler]",
                    TorchRandperm, FeistelPermutation) {
-  const SamplerOptions options{true, 99, Tail::drop};
+  const SamplerOptions options = SamplerOptions().with_seed(99).with_tail(Tail::drop);
   DistributedSampler<TestType> a(5000, World(1, 4), options);
   DistributedSampler<TestType> b(5000, World(1, 4), options);
   a.set_epoch(2);
@@ -100,9 +100,11 @@ TEMPLATE_TEST_CASE("DistributedSampler is a pure function of its inputs and set_
   CHECK(copy.indices() == epoch2);
 
   // Another seed, another order; shuffle=false is the identity's stride.
-  CHECK(DistributedSampler<TestType>(5000, World(1, 4), {true, 100, Tail::drop}).indices() !=
-        DistributedSampler<TestType>(5000, World(1, 4), {true, 99, Tail::drop}).indices());
-  DistributedSampler<TestType> plain(10, World(1, 4), {false, 0, Tail::pad});
+  CHECK(
+      DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(100).with_tail(Tail::drop))
+          .indices() !=
+      DistributedSampler<TestType>(5000, World(1, 4), SamplerOptions().with_seed(99).with_tail(Tail::drop)).indices());
+  DistributedSampler<TestType> plain(10, World(1, 4), SamplerOptions().with_shuffle(false));
   CHECK(plain.indices() == std::vector<std::uint64_t>{1, 5, 9});
   plain.set_epoch(5);
   CHECK(plain.indices() == std::vector<std::uint64_t>{1, 5, 9});
@@ -112,7 +114,7 @@ TEST_CASE("DistributedSampler<TorchRandperm> matches torch's documented example"
   // torch.utils.data.DistributedSampler(range(10), num_replicas=4, rank=r, seed=42); set_epoch(1).
   const std::vector<std::vector<std::uint64_t>> expected = {{8, 5, 2}, {4, 1, 3}, {9, 6, 8}, {0, 7, 4}};
   for (std::uint64_t r = 0; r < 4; ++r) {
-    DistributedSampler<TorchRandperm> s(10, World(r, 4), {true, 42, Tail::pad});
+    DistributedSampler<TorchRandperm> s(10, World(r, 4), SamplerOptions().with_seed(42));
     s.set_epoch(1);
     CHECK(s.indices() == expected[r]);
     CHECK(s.is_padding(2) == (r >= 2));  // slots 10 and 11 of the padded list
@@ -122,7 +124,7 @@ TEST_CASE("DistributedSampler<TorchRandperm> matches torch's documented example"
 TEST_CASE("DistributedSampler flags padding so exact evaluation can mask it", "[sampler]") {
   std::uint64_t real = 0, padded = 0;
   for (std::uint64_t r = 0; r < 4; ++r) {
-    DistributedSampler<> s(10, World(r, 4), {true, 0, Tail::pad});
+    DistributedSampler<> s(10, World(r, 4), SamplerOptions());
     for (auto it = s.begin(); it != s.end(); ++it) (it.is_padding() ? padded : real) += 1;
   }
   CHECK(real == 10);
@@ -139,7 +141,7 @@ TEST_CASE("DistributedSampler rejects bad configuration and positions with messa
   bad.rank = 0;
   CHECK_THROWS_WITH(DistributedSampler<>(10, bad), "DistributedSampler: world_size is 0 (expected at least 1)");
   CHECK_THROWS_AS(DistributedSampler<>(10, bad), distsampler::config_error);
-  CHECK_THROWS_WITH(DistributedSampler<>(10, World(0, 2), {true, 0, static_cast<Tail>(5)}),
+  CHECK_THROWS_WITH(DistributedSampler<>(10, World(0, 2), SamplerOptions().with_tail(static_cast<Tail>(5))),
                     "DistributedSampler: tail 5 is not a Tail (expected pad, drop or uneven)");
 
   const DistributedSampler<> s(10, World(0, 4));
@@ -155,7 +157,7 @@ TEST_CASE("DistributedSampler rejects bad configuration and positions with messa
 
 TEST_CASE("DistributedSampler<> handles datasets near 2^64 without materialising them", "[sampler][huge]") {
   const std::uint64_t n = UINT64_MAX;
-  DistributedSampler<> s(n, World(63, 64), {true, 7, Tail::pad});
+  DistributedSampler<> s(n, World(63, 64), SamplerOptions().with_seed(7));
   CHECK(s.size() == n / 64 + 1);
   s.set_epoch(11);
   std::vector<std::uint64_t> head;

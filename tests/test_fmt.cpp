@@ -9,7 +9,7 @@ TEST_CASE("fmt formats the public types", "[fmt]") {
   CHECK(fmt::format("{}", distsampler::World(3, 8, 1, 2)) == "rank 3/8 (local 1/2)");
   CHECK(fmt::format("{}", distsampler::Tail::drop) == "drop");
   CHECK(fmt::format("[{:>6}]", distsampler::Tail::pad) == "[   pad]");
-  CHECK(fmt::format("{}", distsampler::SamplerOptions{true, 42, distsampler::Tail::uneven}) ==
+  CHECK(fmt::format("{}", distsampler::SamplerOptions().with_seed(42).with_tail(distsampler::Tail::uneven)) ==
         "shuffle=true seed=42 tail=uneven");
   CHECK(fmt::format("{}", distsampler::TorchGeneration::v1) == "v1");
   CHECK(fmt::format("{}", distsampler::TorchGeneration::current) == "v2.7");

@@ -234,8 +234,9 @@ std::string join(const std::vector<std::uint64_t>& v, std::size_t from, std::siz
 }
 
 DistributedSampler<TorchRandperm> make_sampler(const Row& row, std::uint64_t seed, std::uint64_t epoch) {
-  DistributedSampler<TorchRandperm> sampler(row.n, World(row.rank, row.world_size),
-                                            SamplerOptions{row.shuffle, seed, row.drop_last ? Tail::drop : Tail::pad});
+  DistributedSampler<TorchRandperm> sampler(
+      row.n, World(row.rank, row.world_size),
+      SamplerOptions().with_shuffle(row.shuffle).with_seed(seed).with_tail(row.drop_last ? Tail::drop : Tail::pad));
   sampler.set_epoch(epoch);
   return sampler;
 }
@@ -468,7 +469,7 @@ TEST_CASE("torch's known small vectors hold", "[golden][torch]") {
   SECTION("DistributedSampler(N=10, W=4, seed=42) at epoch 1") {
     const std::vector<std::vector<std::uint64_t>> expected = {{8, 5, 2}, {4, 1, 3}, {9, 6, 8}, {0, 7, 4}};
     for (std::uint64_t rank = 0; rank < 4; ++rank) {
-      DistributedSampler<TorchRandperm> sampler(10, World(rank, 4), SamplerOptions{true, 42, Tail::pad});
+      DistributedSampler<TorchRandperm> sampler(10, World(rank, 4), SamplerOptions().with_seed(42));
       sampler.set_epoch(1);
       INFO("rank " << rank);
       CHECK(sampler.size() == 3);

@@ -9,14 +9,13 @@
 
 #include <distsampler/batch_sampler.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/resume.hpp>
+#include <distsampler/distributed_sampler.hpp>
 #include <distsampler/state.hpp>
 
 using distsampler::BatchSamplerOptions;
 using distsampler::DistributedBatchSampler;
 using distsampler::DistributedSampler;
 using distsampler::FeistelPermutation;
-using distsampler::ResumedDistributedSampler;
 using distsampler::SamplerOptions;
 using distsampler::SamplerState;
 using distsampler::Tail;
@@ -81,7 +80,7 @@ void distributed_chain(std::uint64_t n, const std::vector<std::uint64_t>& worlds
       const std::uint64_t done = last ? ranks[0].size() : rng() % (ranks[0].size() + 1);
       last_remaining = n;
       read_prefix(ranks, done, tally);
-      for (const auto& s : ranks) states.push_back(seg % 2 == 0 ? distsampler::make_state(s, done) : s.state(done));
+      for (const auto& s : ranks) states.push_back(s.state(done));
     } else {
       std::vector<DistributedSampler<P>> ranks;
       for (std::uint64_t r = 0; r < w; ++r) {
@@ -151,7 +150,10 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
     const bool last = seg + 1 == shapes.size();
     std::vector<DistributedBatchSampler<P>> ranks;
     for (std::uint64_t r = 0; r < sh.world_size; ++r) {
-      ranks.emplace_back(n, sh.micro_batch_size, World(r, sh.world_size), sh.accumulation_steps, o);
+      ranks.emplace_back(n, World(r, sh.world_size),
+                         BatchSamplerOptions(o)
+                             .with_micro_batch_size(sh.micro_batch_size)
+                             .with_accumulation_steps(sh.accumulation_steps));
       if (seg == 0) {
         ranks.back().set_epoch(epoch);
       } else {
@@ -198,7 +200,7 @@ TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leav
     for (std::uint64_t w = 1; w <= 5; ++w) {
       for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
         for (std::uint64_t r = 0; r < w; ++r) {
-          const SamplerOptions o{true, 42, tail};
+          const SamplerOptions o = SamplerOptions().with_seed(42).with_tail(tail);
           DistributedSampler<TestType> plain(n, World(r, w), o);
           plain.set_epoch(1);
           DistributedSampler<TestType> resumed(n, World(r, w), o, plain.state(0));
@@ -206,7 +208,7 @@ TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leav
           REQUIRE(resumed.size() == plain.size());
           CHECK(resumed.indices() == plain.indices());
           for (std::uint64_t i = 0; i < plain.size(); ++i) CHECK(resumed.is_padding(i) == plain.is_padding(i));
-          CHECK(resumed.state(0) == distsampler::make_state(plain, 0));
+          CHECK(resumed.state(0) == plain.state(0));
           if (n > 4 * w) {
             // Mid-epoch, then back to the whole epoch with set_epoch (same epoch number).
             resumed.resume(plain.state(2));
@@ -224,15 +226,15 @@ TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leav
 
 TEST_CASE("torch's documented vector survives a resume at every point", "[resume][torch]") {
   // DistributedSampler(N=10, W=4, seed=42, epoch=1): ranks 0..3 = [8,5,2] [4,1,3] [9,6,8] [0,7,4].
-  const SamplerOptions o{true, 42, Tail::pad};
+  const SamplerOptions o = SamplerOptions().with_seed(42);
   DistributedSampler<TorchRandperm> rank1(10, World(1, 4), o);
   rank1.set_epoch(1);
   CHECK(rank1.indices() == std::vector<std::uint64_t>{4, 1, 3});
-  const auto state = distsampler::make_state(rank1, 1);
+  const auto state = rank1.state(1);
   CHECK(state.consumed == 4);
   // torch's order for that epoch is [8,4,9,0,5,1,6,7,2,3]; positions 0..3 are done. The
   // rest continues strided over 2 ranks: positions 4, 6, 8 and 5, 7, 9.
-  const ResumedDistributedSampler<TorchRandperm> r0(10, World(0, 2), o, state), r1(10, World(1, 2), o, state);
+  const DistributedSampler<TorchRandperm> r0(10, World(0, 2), o, state), r1(10, World(1, 2), o, state);
   CHECK(r0.indices() == std::vector<std::uint64_t>{5, 6, 2});
   CHECK(r1.indices() == std::vector<std::uint64_t>{1, 7, 3});
 }
@@ -272,11 +274,14 @@ TEMPLATE_TEST_CASE("With a constant global batch, a resumed run continues the un
   o.seed = 77;
   o.tail = tail;
   const std::uint64_t n = 1000;
-  DistributedBatchSampler<TestType> original(n, 3, World(5, 8), 1, o);  // G = 24
+  DistributedBatchSampler<TestType> original(n, World(5, 8),
+                                             BatchSamplerOptions(o).with_micro_batch_size(3));  // G = 24
   original.set_epoch(2);
   for (std::uint64_t stop = 0; stop <= original.num_steps(); stop += 7) {
     const auto saved = SamplerState::from_text(original.state(stop).to_text());
-    DistributedBatchSampler<TestType> resumed(n, 3, World(1, 2), 4, o);  // G = 24 on 2 ranks
+    DistributedBatchSampler<TestType> resumed(
+        n, World(1, 2),
+        BatchSamplerOptions(o).with_micro_batch_size(3).with_accumulation_steps(4));  // G = 24 on 2 ranks
     resumed.resume(saved);
     CAPTURE(stop);
     REQUIRE(resumed.num_steps() == original.num_steps() - stop);
@@ -290,7 +295,7 @@ TEST_CASE("A resumed sampler returns to full epochs with set_epoch", "[resume][e
   BatchSamplerOptions o;
   o.seed = 1;
   o.epoch_mode = distsampler::EpochMode::auto_advance;
-  DistributedBatchSampler<> s(100, 2, World(0, 2), 1, o);  // G = 4: 25 steps
+  DistributedBatchSampler<> s(100, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(2));  // G = 4: 25 steps
   s.resume(s.state(10));
   CHECK(s.num_steps() == 15);
   std::uint64_t passes[2] = {0, 0};
@@ -305,7 +310,7 @@ TEST_CASE("A resumed sampler returns to full epochs with set_epoch", "[resume][e
   CHECK(s.epoch() == 1);
   CHECK(s.start() == 0);
 
-  ResumedDistributedSampler<> d(100, World(0, 4), {true, 1, Tail::pad});
+  DistributedSampler<> d(100, World(0, 4), SamplerOptions().with_seed(1));
   d.resume(d.state(5));
   CHECK(d.size() == 20);
   d.set_epoch(0);
@@ -315,59 +320,54 @@ TEST_CASE("A resumed sampler returns to full epochs with set_epoch", "[resume][e
 TEST_CASE("Mismatched states are refused with a message naming the difference", "[resume][errors]") {
   BatchSamplerOptions o;
   o.seed = 42;
-  DistributedBatchSampler<> feistel(1000, 4, World(0, 2), 2, o);
-  DistributedBatchSampler<TorchRandperm> torch(1000, 4, World(0, 2), 2, o);
-  const auto hex = [](std::uint64_t v) { return distsampler::detail::hex64(v); };
+  DistributedBatchSampler<> feistel(1000, World(0, 2),
+                                    BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  DistributedBatchSampler<TorchRandperm> torch(
+      1000, World(0, 2), BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   const SamplerState saved = feistel.state(3);
-  const std::string prints = "state fingerprint " + hex(saved.fingerprint) + ", expected " + hex(torch.key().fingerprint());
   CHECK_THROWS_WITH(torch.resume(saved),
-                    "DistributedBatchSampler: engine differs (state was saved with engine=feistel, this sampler has "
-                    "engine=torch-v2.7; " + prints + ")");
+                    "DistributedBatchSampler: engine differs (state feistel/2, sampler torch-v2.7/1)");
 
-  DistributedBatchSampler<> other_size(999, 4, World(0, 2), 2, o);
+  DistributedBatchSampler<> other_size(999, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
   CHECK_THROWS_WITH(other_size.resume(saved),
-                    "DistributedBatchSampler: dataset_size differs (state has 1000, this sampler has 999; "
-                    "state fingerprint " + hex(saved.fingerprint) + ", expected " +
-                        hex(other_size.key().fingerprint()) + ")");
+                    "DistributedBatchSampler: dataset_size differs (state 1000, sampler 999)");
   CHECK(other_size.start() == 0);
 
   o.seed = 43;
-  DistributedBatchSampler<> other_seed(1000, 4, World(0, 2), 2, o);
-  CHECK_THROWS_WITH(other_seed.resume(saved),
-                    "DistributedBatchSampler: seed differs (state has 42, this sampler has 43; state fingerprint " +
-                        hex(saved.fingerprint) + ", expected " + hex(other_seed.key().fingerprint()) + ")");
+  DistributedBatchSampler<> other_seed(1000, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  CHECK_THROWS_WITH(other_seed.resume(saved), "DistributedBatchSampler: seed differs (state 42, sampler 43)");
 
   o.seed = 42;
   o.tail = Tail::pad;
-  DistributedBatchSampler<> other_tail(1000, 4, World(0, 2), 2, o);
-  CHECK_THROWS_WITH(other_tail.resume(saved),
-                    "DistributedBatchSampler: tail differs (state was saved with tail=drop, this sampler has "
-                    "tail=pad; state fingerprint " + hex(saved.fingerprint) + ", expected " +
-                        hex(other_tail.key().fingerprint()) + ")");
+  DistributedBatchSampler<> other_tail(1000, World(0, 2),
+                                       BatchSamplerOptions(o).with_micro_batch_size(4).with_accumulation_steps(2));
+  CHECK_THROWS_WITH(other_tail.resume(saved), "DistributedBatchSampler: tail differs (state drop, sampler pad)");
 
-  DistributedSampler<> plain(1000, World(0, 2), {true, 42, Tail::drop});
-  const SamplerState plain_state = distsampler::make_state(plain, 10);
+  DistributedSampler<> plain(1000, World(0, 2), SamplerOptions().with_seed(42).with_tail(Tail::drop));
+  const SamplerState plain_state = plain.state(10);
   CHECK_THROWS_WITH(feistel.resume(plain_state),
-                    "DistributedBatchSampler: sampler differs (state was saved with sampler=distributed, this "
-                    "sampler has sampler=batch; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
-                        hex(feistel.key().fingerprint()) + ")");
-  CHECK_THROWS_WITH(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}, plain_state),
-                    "DistributedSampler::resume: shuffle differs (state was saved with shuffle=true, this sampler has "
-                    "shuffle=false; state fingerprint " + hex(plain_state.fingerprint) + ", expected " +
-                        hex(ResumedDistributedSampler<>(1000, World(0, 3), {false, 42, Tail::drop}).key().fingerprint()) +
-                        ")");
-  CHECK_NOTHROW(ResumedDistributedSampler<>(1000, World(2, 3), {true, 42, Tail::drop}, plain_state));
+                    "DistributedBatchSampler: sampler family differs (state distributed, sampler batch)");
+  CHECK_THROWS_WITH(
+      DistributedSampler<>(1000, World(0, 3), SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop),
+                           plain_state),
+      "DistributedSampler::resume: shuffle differs (state true, sampler false); engine differs (state "
+      "feistel/2, sampler identity/1)");
+  CHECK_NOTHROW(
+      DistributedSampler<>(1000, World(2, 3), SamplerOptions().with_seed(42).with_tail(Tail::drop), plain_state));
 
-  CHECK_THROWS_WITH(distsampler::make_state(plain, 501),
-                    "make_state: samples_done 501 exceeds the samples per rank 500 (expected 0..500)");
-  const ResumedDistributedSampler<> resumed(1000, World(0, 3), {true, 42, Tail::pad});
+  CHECK_THROWS_WITH(plain.state(501),
+                    "DistributedSampler::state: samples_done 501 exceeds the samples per rank 500 (expected 0..500)");
+  const DistributedSampler<> resumed(1000, World(0, 3), SamplerOptions().with_seed(42));
   CHECK_THROWS_WITH(resumed.state(335),
                     "DistributedSampler::state: samples_done 335 exceeds the samples per rank 334 (expected "
                     "0..334)");
   CHECK_THROWS_WITH(resumed[334], "DistributedSampler::operator[]: position 334 is out of range for size 334 "
                                   "(expected 0..333)");
   // A failed resume leaves the sampler as it was.
-  DistributedSampler<> kept(1000, World(0, 3), {false, 42, Tail::drop});
+  DistributedSampler<> kept(1000, World(0, 3),
+                            SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop));
   kept.set_epoch(4);
   CHECK_THROWS_AS(kept.resume(plain_state), distsampler::state_error);
   CHECK(kept.epoch() == 4);

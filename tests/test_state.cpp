@@ -1,4 +1,4 @@
-// distsampler tests: SamplerState text and byte forms, validation, and robustness against corrupt input.
+// distsampler tests: SamplerState text and byte forms (versions 1 to 3), validation, corrupt input.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -34,6 +34,39 @@ SamplerState ahead_state() {
   SamplerState s = sample_state();
   s.ahead = {{700, 764}, {900, 901}, {950, 1000}};
   return s;
+}
+
+// The keys of the version-3 states below (tests/golden/state_v3.py computes their forms).
+const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false};
+const StateKey shard_key{"shard",       1000, 42, true, Tail::drop, "shard-v2 shuffle", 2, 0x0123456789abcdefu,
+                         "shard sizes", true};
+
+// A version-3 state: sample_state()'s positions saved by a sampler with `key`.
+SamplerState keyed_state(const StateKey& key = batch_key) {
+  SamplerState s;
+  s.set_key(key);
+  s.epoch = 3;
+  s.consumed = 640;
+  return s;
+}
+
+// A version-3 state with ahead ranges, saved under shard_key.
+SamplerState keyed_ahead_state() {
+  SamplerState s = keyed_state(shard_key);
+  s.ahead = {{700, 764}, {900, 901}, {950, 1000}};
+  return s;
+}
+
+// Every single-bit change of the text form `t` is refused with state_error.
+void require_text_bit_flips_detected(const std::string& t) {
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string c = t;
+      c[i] = static_cast<char>(static_cast<unsigned char>(c[i]) ^ (1u << bit));
+      CAPTURE(i, bit, c);
+      CHECK_THROWS_AS(SamplerState::from_text(c), state_error);
+    }
+  }
 }
 
 // Every proper prefix of either form of `s` is refused with state_error.
@@ -77,16 +110,17 @@ bool parses(Parse&& parse) {
 
 }  // namespace
 
-TEST_CASE("The text form is one documented line and round-trips", "[state][text]") {
+TEST_CASE("A state without its key keeps the version 1 text form and round-trips", "[state][text][legacy]") {
   const SamplerState s = sample_state();
-  CHECK(s.to_text() == "distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 fingerprint=0x0123456789abcdef");
+  CHECK(s.to_text() ==
+        "distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 fingerprint=0x0123456789abcdef");
   CHECK(SamplerState::from_text(s.to_text()) == s);
   CHECK(SamplerState::from_text(s.to_text() + "\n") == s);
   CHECK(SamplerState::from_text("distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 "
                                 "fingerprint=0x0123456789ABCDEF") == s);
 }
 
-TEST_CASE("The byte form has the documented layout and round-trips", "[state][bytes]") {
+TEST_CASE("A state without its key keeps the version 1 byte form and round-trips", "[state][bytes][legacy]") {
   const SamplerState s = sample_state();
   const auto b = bytes_of(s);
   REQUIRE(b.size() == 56);
@@ -125,11 +159,25 @@ TEST_CASE("Extreme and random states round-trip through both forms", "[state]") 
 }
 
 TEST_CASE("The fingerprint is a stable function of every key field", "[state][fingerprint]") {
-  const StateKey key{"batch", 1000, 42, true, Tail::drop, "feistel"};
-  // Golden: changing this value invalidates every saved state, so it must be a decision.
-  CHECK(distsampler::detail::hex64(key.fingerprint()) == "0x525b3db9088c6bc8");
-  CHECK(key.describe() == "sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop engine=feistel");
+  const StateKey key = batch_key;
+  // Golden (tests/golden/state_v3.py): changing these values invalidates saved states, so
+  // it must be a decision. The legacy value is what version 1 and 2 states store.
+  CHECK(distsampler::detail::hex64(key.fingerprint()) == "0xc74c783e75182822");
+  CHECK(distsampler::detail::hex64(key.legacy_fingerprint()) == "0x525b3db9088c6bc8");
+  CHECK(key.describe() ==
+        "sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop engine=feistel/2 layout=0x0000000000000000");
   StateKey k = key;
+  k.engine_version = 1;
+  CHECK(k.fingerprint() != key.fingerprint());
+  CHECK(k.legacy_fingerprint() == key.legacy_fingerprint());
+  k = key;
+  k.layout = 1;
+  CHECK(k.fingerprint() != key.fingerprint());
+  k = key;
+  k.layout_name = "shard sizes";
+  k.accepts_ahead = true;
+  CHECK(k.fingerprint() == key.fingerprint());  // labels and policy, not the order
+  k = key;
   k.dataset_size = 1001;
   CHECK(k.fingerprint() != key.fingerprint());
   k = key;
@@ -147,11 +195,17 @@ TEST_CASE("The fingerprint is a stable function of every key field", "[state][fi
   k = key;
   k.sampler = "distributed";
   CHECK(k.fingerprint() != key.fingerprint());
+  CHECK(k.legacy_fingerprint() != key.legacy_fingerprint());
   SECTION("without shuffle the engine does not matter") {
     StateKey a = key, b = key;
     a.shuffle = b.shuffle = false;
     b.engine = "torch-v2.7";
+    b.engine_version = 7;
     CHECK(a.fingerprint() == b.fingerprint());
+    CHECK(a.legacy_fingerprint() == b.legacy_fingerprint());
+    CHECK(b.describe() ==
+          "sampler=batch dataset_size=1000 seed=42 shuffle=false tail=drop engine=identity/1 "
+          "layout=0x0000000000000000");
   }
 }
 
@@ -164,16 +218,27 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
                     prefix + "expected version prefix \" v\" at offset 17");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v"),
                     prefix + "expected a decimal value for version at offset 19");
-  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
-                    prefix + "unsupported version 3 (expected 1 or 2)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
+                    prefix + "unsupported version 4 (expected 1, 2 or 3)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v0 dataset_size=1"),
-                    prefix + "unsupported version 0 (expected 1 or 2)");
+                    prefix + "unsupported version 0 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
+                    prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 size=1"),
                     prefix + "expected key \" dataset_size=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=-1"),
+                    prefix + "dataset_size \"-1\" has a sign (expected an unsigned decimal integer) at offset 34");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=1x seed=1"),
+                    prefix + "dataset_size \"1x\" is not a decimal integer (expected only digits 0-9) at offset 34");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size= seed=1"),
                     prefix + "expected a decimal value for dataset_size at offset 34");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=10 seed=18446744073709551616"),
-                    prefix + "value of seed overflows 64 bits at offset 42");
+                    prefix +
+                        "seed \"18446744073709551616\" overflows 64 bits (expected at most "
+                        "18446744073709551615) at offset 42");
+  CHECK(SamplerState::from_text("distsampler-state v1 dataset_size=10 seed=18446744073709551615 epoch=0 consumed=2 "
+                                "fingerprint=0x0123456789abcdef")
+            .seed == UINT64_MAX);
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=10 seed=1 epoch=0 consumed=2 "
                                             "fingerprint=0123456789abcdef"),
                     prefix + "expected hex prefix \"0x\" at offset 75");
@@ -197,8 +262,7 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
 TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes][errors]") {
   const std::string prefix = "SamplerState::from_bytes: ";
   auto b = bytes_of(sample_state());
-  CHECK_THROWS_WITH(SamplerState::from_bytes(nullptr, 0),
-                    prefix + "truncated input of 0 bytes (expected at least 4)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(nullptr, 0), prefix + "truncated input of 0 bytes (expected at least 4)");
   CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 6), prefix + "truncated input of 6 bytes (expected at least 8)");
   CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 55),
                     prefix + "truncated input of 55 bytes (expected at least 56)");
@@ -209,9 +273,12 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
   bad_magic[0] = 'X';
   CHECK_THROWS_WITH(SamplerState::from_bytes(bad_magic),
                     prefix + "bad magic (expected \"DSST\"; not a distsampler state)");
+  auto v4 = b;
+  v4[4] = 4;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "unsupported version 4 (expected 1, 2 or 3)");
   auto v3 = b;
   v3[4] = 3;
-  CHECK_THROWS_WITH(SamplerState::from_bytes(v3), prefix + "unsupported version 3 (expected 1 or 2)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v3), prefix + "truncated input of 56 bytes (expected at least 72)");
   auto corrupt = b;
   corrupt[30] ^= 0x10;
   const std::uint64_t stored = distsampler::detail::get_u64_le(corrupt.data() + 48);
@@ -228,18 +295,40 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
 TEST_CASE("Every truncation of a valid state throws state_error", "[state][truncation]") {
   SECTION("version 1") { require_truncations_rejected(sample_state()); }
   SECTION("version 2") { require_truncations_rejected(ahead_state()); }
+  SECTION("version 3") { require_truncations_rejected(keyed_state()); }
+  SECTION("version 3 with ahead ranges") { require_truncations_rejected(keyed_ahead_state()); }
 }
 
 TEST_CASE("Every single-bit corruption of the byte form is detected", "[state][bytes]") {
   SECTION("version 1") { require_bit_flips_detected(bytes_of(sample_state())); }
   SECTION("version 2") { require_bit_flips_detected(bytes_of(ahead_state())); }
+  SECTION("version 3") { require_bit_flips_detected(bytes_of(keyed_state())); }
+  SECTION("version 3 with ahead ranges") { require_bit_flips_detected(bytes_of(keyed_ahead_state())); }
 }
 
-TEST_CASE("Random corruption of either form never crashes and throws only state_error", "[state][fuzz]") {
-  distsampler::detail::SplitMix64 rng(2024);
-  const std::string text = sample_state().to_text();
-  const auto bytes = bytes_of(sample_state());
-  const std::string alphabet = "0123456789abcdefxX =-\n\0vdistsampler_";
+TEST_CASE("Every single-bit corruption of a version 3 text form is detected", "[state][text]") {
+  SECTION("without ahead ranges") {
+    const std::string t = keyed_state().to_text();
+    REQUIRE(SamplerState::from_text(t) == keyed_state());
+    require_text_bit_flips_detected(t);
+    require_text_bit_flips_detected(t + "\n");
+  }
+  SECTION("with ahead ranges and an escaped name") {
+    const std::string t = keyed_ahead_state().to_text();
+    REQUIRE(SamplerState::from_text(t) == keyed_ahead_state());
+    require_text_bit_flips_detected(t);
+  }
+}
+
+namespace {
+
+// Applies 3000 rounds of 1 to 4 random edits to both forms of `original` and counts the
+// edited forms that parse to a state other than `original`.
+std::pair<int, int> random_corruptions_accepted(const SamplerState& original, std::uint64_t seed) {
+  distsampler::detail::SplitMix64 rng(seed);
+  const std::string text = original.to_text();
+  const auto bytes = bytes_of(original);
+  const std::string alphabet = "0123456789abcdefxX =-\n\0vdistsampler_%/";
   int text_ok = 0, bytes_ok = 0;
   for (int round = 0; round < 3000; ++round) {
     std::string t = text;
@@ -247,7 +336,9 @@ TEST_CASE("Random corruption of either form never crashes and throws only state_
     const std::uint64_t edits = 1 + rng() % 4;
     for (std::uint64_t e = 0; e < edits; ++e) {
       switch (rng() % 4) {
-        case 0: t[rng() % t.size()] = alphabet[rng() % alphabet.size()]; break;
+        case 0:
+          t[rng() % t.size()] = alphabet[rng() % alphabet.size()];
+          break;
         // substr rather than erase/insert: GCC 12 -O2 reports a false -Wrestrict for those.
         case 1: {
           const std::size_t at = rng() % t.size();
@@ -259,98 +350,368 @@ TEST_CASE("Random corruption of either form never crashes and throws only state_
           t = t.substr(0, at) + alphabet[rng() % alphabet.size()] + t.substr(at);
           break;
         }
-        default: t.resize(rng() % (t.size() + 1)); break;
+        default:
+          t.resize(rng() % (t.size() + 1));
+          break;
       }
       if (t.empty()) t.push_back('d');
       b[rng() % b.size()] = static_cast<std::uint8_t>(rng());
       if (rng() % 8 == 0) b.resize(rng() % (b.size() + 1));
       if (b.empty()) b.push_back(static_cast<std::uint8_t>(rng()));
     }
-    text_ok += parses([&] { return SamplerState::from_text(t); });
-    // A write can leave a byte as it was; only real changes must be caught.
+    // Only state_error may escape; an edit can leave the same state (a rewritten byte, a
+    // trailing newline), and only real changes must be caught.
+    try {
+      text_ok += SamplerState::from_text(t) != original ? 1 : 0;
+    } catch (const state_error&) {
+    }
     if (b != bytes) bytes_ok += parses([&] { return SamplerState::from_bytes(b); });
   }
-  // Digit edits can leave a valid text state; byte changes are caught by the checksum.
-  CHECK(text_ok < 3000);
-  CHECK(bytes_ok == 0);
+  return {text_ok, bytes_ok};
 }
 
-TEST_CASE("Validation names the field that differs", "[state][validate][errors]") {
-  const StateKey key{"batch", 1000, 42, true, Tail::drop, "feistel"};
-  SamplerState s;
-  s.dataset_size = 1000;
-  s.seed = 42;
-  s.epoch = 2;
-  s.consumed = 64;
-  s.fingerprint = key.fingerprint();
+}  // namespace
+
+TEST_CASE("Random corruption of either form never crashes and throws only state_error", "[state][fuzz]") {
+  SECTION("version 1: digit edits can leave a valid text state; byte changes are caught by the checksum") {
+    const auto [text_ok, bytes_ok] = random_corruptions_accepted(sample_state(), 2024);
+    CHECK(text_ok < 3000);
+    CHECK(bytes_ok == 0);
+  }
+  SECTION("version 3: both forms are checksummed") {
+    for (const SamplerState& s : {keyed_state(), keyed_ahead_state()}) {
+      const auto [text_ok, bytes_ok] = random_corruptions_accepted(s, 2025);
+      CHECK(text_ok == 0);
+      CHECK(bytes_ok == 0);
+    }
+  }
+}
+
+TEST_CASE("Validation of a version 3 state names every field that differs", "[state][validate][errors]") {
+  const StateKey key = batch_key;
+  const SamplerState s = keyed_state(key);
+  CHECK(s.has_key());
+  CHECK(s.fingerprint == key.fingerprint());
   CHECK_NOTHROW(s.validate(key));
-  const std::string want = distsampler::detail::hex64(key.fingerprint());
-  auto prints = [&](const StateKey& saved) {
-    return "state fingerprint " + distsampler::detail::hex64(saved.fingerprint()) + ", expected " + want;
-  };
-  auto saved_with = [&](StateKey k) {
-    SamplerState r = s;
-    r.dataset_size = k.dataset_size;
-    r.seed = k.seed;
-    r.fingerprint = k.fingerprint();
-    return r;
-  };
+  CHECK_NOTHROW(SamplerState::from_text(s.to_text()).validate(key));
+  CHECK_NOTHROW(SamplerState::from_bytes(s.to_bytes()).validate(key));
+  auto saved_with = [&](const StateKey& k) { return keyed_state(k); };
 
   StateKey other = key;
   other.dataset_size = 999;
   CHECK_THROWS_WITH(saved_with(other).validate(key, "DistributedBatchSampler"),
-                    "DistributedBatchSampler: dataset_size differs (state has 999, this sampler has 1000; " +
-                        prints(other) + ")");
+                    "DistributedBatchSampler: dataset_size differs (state 999, sampler 1000)");
   other = key;
-  other.seed = 7;
-  CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: seed differs (state has 7, this sampler has 42; " + prints(other) + ")");
+  other.seed = 43;
+  CHECK_THROWS_WITH(saved_with(other).validate(key), "SamplerState: seed differs (state 43, sampler 42)");
   other = key;
   other.tail = Tail::pad;
-  CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: tail differs (state was saved with tail=pad, this sampler has tail=drop; " +
-                        prints(other) + ")");
+  CHECK_THROWS_WITH(saved_with(other).validate(key), "SamplerState: tail differs (state pad, sampler drop)");
   other = key;
   other.shuffle = false;
   CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: shuffle differs (state was saved with shuffle=false, this sampler has "
-                    "shuffle=true; " + prints(other) + ")");
+                    "SamplerState: shuffle differs (state false, sampler true); engine differs (state identity/1, "
+                    "sampler feistel/2)");
   other = key;
   other.engine = "torch-v2.7";
+  other.engine_version = 1;
   CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: engine differs (state was saved with engine=torch-v2.7, this sampler has "
-                    "engine=feistel; " + prints(other) + ")");
+                    "SamplerState: engine differs (state torch-v2.7/1, sampler feistel/2)");
+  other = key;
+  other.engine_version = 1;
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: engine differs (state feistel/1, sampler feistel/2)");
   other = key;
   other.sampler = "distributed";
   CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: sampler differs (state was saved with sampler=distributed, this sampler has "
-                    "sampler=batch; " + prints(other) + ")");
+                    "SamplerState: sampler family differs (state distributed, sampler batch)");
   other = key;
-  other.engine = "my-engine";
-  other.tail = Tail::uneven;
+  other.layout = 5;
   CHECK_THROWS_WITH(saved_with(other).validate(key),
-                    "SamplerState: fingerprint differs (" + prints(other) +
-                        " for sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop engine=feistel; "
-                        "saved with other options, or corrupted)");
+                    "SamplerState: layout differs (state layout 0x0000000000000005, sampler layout "
+                    "0x0000000000000000)");
+  other = key;
+  other.seed = 7;
+  other.tail = Tail::uneven;
+  other.engine = "my-engine";
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: seed differs (state 7, sampler 42); tail differs (state uneven, sampler drop); "
+                    "engine differs (state my-engine/2, sampler feistel/2)");
+  SECTION("without shuffle the engine plays no part") {
+    StateKey plain = key;
+    plain.shuffle = false;
+    StateKey plain_torch = plain;
+    plain_torch.engine = "torch-v1";
+    plain_torch.engine_version = 1;
+    CHECK_NOTHROW(saved_with(plain).validate(plain_torch));
+  }
+  SECTION("the sampler names its layout field") {
+    StateKey reordered = shard_key;
+    reordered.layout = 0xfedcba9876543210u;
+    CHECK_THROWS_WITH(keyed_state(reordered).validate(shard_key, "StreamingShardSampler::resume"),
+                      "StreamingShardSampler::resume: shard sizes differ (state layout 0xfedcba9876543210, sampler "
+                      "layout 0x0123456789abcdef)");
+  }
   SamplerState over = s;
   over.consumed = 1001;
   CHECK_THROWS_WITH(over.validate(key),
                     "SamplerState: consumed 1001 exceeds dataset_size 1000 (expected consumed <= dataset_size)");
   SamplerState future = s;
   future.version = 9;
-  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1 or 2)");
+  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2 or 3)");
+  SamplerState ahead = s;
+  ahead.ahead = {{700, 710}};
+  CHECK_THROWS_WITH(ahead.validate(key),
+                    "SamplerState: the state has 1 ahead ranges (expected none: this sampler resumes only a consumed "
+                    "prefix)");
+  CHECK_NOTHROW(keyed_ahead_state().validate(shard_key));
+  SamplerState bad_ahead = keyed_ahead_state();
+  bad_ahead.ahead[0].begin = 640;
+  CHECK_THROWS_WITH(bad_ahead.validate(shard_key),
+                    "SamplerState: ahead range 0 [640, 764) does not begin after consumed 640 (expected sorted ranges "
+                    "separated by a gap)");
+}
+
+TEST_CASE("set_key records the key and refuses names a state cannot hold", "[state][errors]") {
+  SamplerState s = keyed_state(shard_key);
+  CHECK(s.sampler == "shard");
+  CHECK(s.engine == "shard-v2 shuffle");
+  CHECK(s.engine_version == 2);
+  CHECK(s.layout == 0x0123456789abcdefu);
+  CHECK(s.dataset_size == 1000);
+  CHECK(s.seed == 42);
+  CHECK(s.written_version() == 3);
+  StateKey plain = batch_key;
+  plain.shuffle = false;
+  s.set_key(plain);
+  CHECK(s.engine == "identity");
+  CHECK(s.engine_version == 1);
+  const SamplerState before = s;
+  StateKey nameless = batch_key;
+  nameless.sampler = "";
+  CHECK_THROWS_WITH(s.set_key(nameless),
+                    "SamplerState::set_key: sampler \"\" and engine \"feistel\" must each be "
+                    "1..1024 bytes");
+  const std::string long_name(1025, 'e');
+  StateKey long_engine = batch_key;
+  long_engine.engine = long_name;
+  CHECK_THROWS_AS(s.set_key(long_engine), distsampler::config_error);
+  CHECK(s == before);
+}
+
+TEST_CASE("Validation of a version 1 or 2 state checks its fingerprint", "[state][validate][errors][legacy]") {
+  // States written by earlier releases carry only the legacy fingerprint of the key; they
+  // were written by version 1 of their engine.
+  StateKey key = batch_key;
+  key.engine_version = 1;
+  SamplerState s;
+  s.dataset_size = 1000;
+  s.seed = 42;
+  s.epoch = 2;
+  s.consumed = 64;
+  s.fingerprint = key.legacy_fingerprint();
+  CHECK_NOTHROW(s.validate(key));
+  CHECK_NOTHROW(SamplerState::from_text(s.to_text()).validate(key));
+  const std::string want = distsampler::detail::hex64(key.legacy_fingerprint());
+  auto prints = [&](const StateKey& saved) {
+    return "state fingerprint " + distsampler::detail::hex64(saved.legacy_fingerprint()) + ", expected " + want;
+  };
+  auto saved_with = [&](StateKey k) {
+    SamplerState r = s;
+    r.dataset_size = k.dataset_size;
+    r.seed = k.seed;
+    r.fingerprint = k.legacy_fingerprint();
+    return r;
+  };
+
+  StateKey other = key;
+  other.dataset_size = 999;
+  CHECK_THROWS_WITH(saved_with(other).validate(key, "DistributedBatchSampler"),
+                    "DistributedBatchSampler: dataset_size differs (state 999, sampler 1000) (version 1 state; " +
+                        prints(other) + ")");
+  other = key;
+  other.seed = 7;
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: seed differs (state 7, sampler 42) (version 1 state; " + prints(other) + ")");
+  other = key;
+  other.tail = Tail::pad;
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: tail differs (state pad, sampler drop) (version 1 state; " + prints(other) + ")");
+  other = key;
+  other.shuffle = false;
+  CHECK_THROWS_WITH(saved_with(other).validate(key),
+                    "SamplerState: shuffle differs (state false, sampler true) "
+                    "(version 1 state; " +
+                        prints(other) + ")");
+  // Engine and sampler family are hidden in the fingerprint: the message says so.
+  for (const char* field : {"engine", "sampler"}) {
+    other = key;
+    (std::string(field) == "engine" ? other.engine : other.sampler) = "other";
+    CAPTURE(field);
+    CHECK_THROWS_WITH(saved_with(other).validate(key),
+                      "SamplerState: fingerprint differs: saved by another sampler family, engine or options than "
+                      "sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop engine=feistel/1 "
+                      "layout=0x0000000000000000, or corrupted (version 1 state; " +
+                          prints(other) + ")");
+  }
+  // A version-1 state cannot say which engine version wrote it: it was version 1.
+  StateKey newer = key;
+  newer.engine_version = 2;
+  CHECK_THROWS_WITH(s.validate(newer),
+                    "SamplerState: engine differs (state feistel/1, sampler feistel/2; version 1 and 2 states were "
+                    "written by version 1 of their engine, whose order this one does not keep) (version 1 state; "
+                    "state fingerprint " +
+                        want + ", expected " + want + ")");
+  StateKey plain = key;
+  plain.shuffle = false;
+  plain.engine_version = 2;  // ignored: the unshuffled order is the identity
+  CHECK_NOTHROW(saved_with(plain).validate(plain));
   SamplerState ahead = s;
   ahead.ahead = {{100, 110}};
   CHECK_THROWS_WITH(ahead.validate(key),
-                    "SamplerState: the state has 1 ahead ranges (expected none: only StreamingShardSampler resumes "
-                    "them)");
-  const StateKey shard{"shard", 1000, 42, true, Tail::drop, "feistel"};
-  ahead.fingerprint = shard.fingerprint();
+                    "SamplerState: the state has 1 ahead ranges (expected none: this sampler resumes only a consumed "
+                    "prefix)");
+  StateKey shard = shard_key;
+  shard.engine_version = 1;
+  ahead.fingerprint = shard.legacy_fingerprint();
   CHECK_NOTHROW(ahead.validate(shard));
   CHECK_THROWS_WITH(ahead.validate(key),
-                    "SamplerState: sampler differs (state was saved with sampler=shard, this sampler has "
-                    "sampler=batch; state fingerprint " + distsampler::detail::hex64(shard.fingerprint()) +
-                        ", expected " + want + ")");
+                    "SamplerState: fingerprint differs: saved by another sampler family, engine or options than " +
+                        key.describe() + ", or corrupted (version 1 state; state fingerprint " +
+                        distsampler::detail::hex64(shard.legacy_fingerprint()) + ", expected " + want + ")");
+}
+
+TEST_CASE("The version 3 forms are the documented ones and round-trip", "[state][text][bytes]") {
+  // Expected forms from tests/golden/state_v3.py, an independent implementation of the format.
+  const SamplerState s = keyed_state();
+  CHECK(s.to_text() ==
+        "distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop "
+        "engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 checksum=0x1c3c1b51d66016b0");
+  const SamplerState a = keyed_ahead_state();
+  CHECK(a.to_text() ==
+        "distsampler-state v3 sampler=shard dataset_size=1000 seed=42 shuffle=true tail=drop "
+        "engine=shard-v2%20shuffle/2 layout=0x0123456789abcdef epoch=3 consumed=640 "
+        "ahead=700-764,900-901,950-1000 checksum=0x08d121f1e099c5fa");
+  for (const SamplerState& x : {s, a}) {
+    const SamplerState t = SamplerState::from_text(x.to_text());
+    CHECK(t == x);
+    CHECK(t.version == 3);
+    CHECK(t.fingerprint == x.fingerprint);
+    CHECK(SamplerState::from_text(x.to_text() + "\n") == x);
+    const SamplerState u = SamplerState::from_bytes(x.to_bytes());
+    CHECK(u == x);
+    CHECK(u.version == 3);
+  }
+  const auto b = s.to_bytes();
+  REQUIRE(b.size() == 80 + 5 + 7);
+  CHECK(std::string(b.begin(), b.begin() + 4) == "DSST");
+  CHECK(b[4] == 3);
+  CHECK(b[8] == 0xe8);  // 1000 little-endian
+  CHECK(b[16] == 42);
+  CHECK(b[24] == 3);
+  CHECK(b[48] == 2);  // engine version
+  CHECK(b[52] == 5);  // "batch"
+  CHECK(b[56] == 7);  // "feistel"
+  CHECK(b[60] == 1);  // shuffle
+  CHECK(b[61] == 1);  // drop
+  CHECK(std::string(b.begin() + 72, b.begin() + 84) == "batchfeistel");
+  CHECK(distsampler::detail::hex64(distsampler::detail::get_u64_le(b.data() + 84)) == "0x1c3c1b51d66016b0");
+  const auto c = a.to_bytes();
+  REQUIRE(c.size() == 80 + 5 + 16 + 16 * 3);
+  CHECK(c[64] == 3);  // range count
+  CHECK(distsampler::detail::get_u64_le(c.data() + 72 + 21) == 700);
+  CHECK(distsampler::detail::hex64(distsampler::detail::get_u64_le(c.data() + c.size() - 8)) == "0x08d121f1e099c5fa");
+}
+
+TEST_CASE("Hand edits of a version 3 text state are refused", "[state][text][errors]") {
+  const std::string t = keyed_state().to_text();
+  const std::string prefix = "SamplerState::from_text: ";
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string e = t;
+    const std::size_t at = e.find(from);
+    REQUIRE(at != std::string::npos);
+    return e.replace(at, from.size(), to);
+  };
+  auto message = [](const std::string& text) {
+    try {
+      (void)SamplerState::from_text(text);
+    } catch (const state_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string mismatch = prefix + "checksum mismatch (stored 0x1c3c1b51d66016b0, computed ";
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"consumed=640", "consumed=200"},
+                                                        {"epoch=3", "epoch=7"},
+                                                        {"seed=42", "seed=43"},
+                                                        {"tail=drop", "tail=pad"},
+                                                        {"shuffle=true", "shuffle=false"},
+                                                        {"feistel/2", "feistel/1"},
+                                                        {"sampler=batch", "sampler=distributed"},
+                                                        {"layout=0x0000000000000000", "layout=0x0000000000000001"},
+                                                        {"dataset_size=1000", "dataset_size=1001"},
+                                                        {" checksum", " ahead=700-701 checksum"}}) {
+    CAPTURE(from, to);
+    CHECK(message(edited(from, to)).rfind(mismatch, 0) == 0);
+  }
+  CHECK(message(edited("checksum=0x1c3c1b51d66016b0", "checksum=0x1C3C1B51D66016B0")) ==
+        prefix + "expected 16 lowercase hex digits for checksum, got 1 at offset 160");
+  CHECK(message(edited("layout=0x0000000000000000", "layout=0x000000000000000A")) ==
+        prefix + "expected 16 lowercase hex digits for layout, got 15 at offset 125");
+  CHECK(message(edited("consumed=640", "consumed=0640")).rfind(mismatch, 0) != 0);  // refused all the same
+  CHECK(message(edited("sampler=batch", "sampler=bat%63h")) ==
+        prefix + "needless escape in sampler (expected the plain character) at offset 32");
+  CHECK(message(edited("sampler=batch", "sampler=b%2ch")) ==
+        prefix + "malformed escape in sampler (expected % and 2 uppercase hex digits) at offset 30");
+  CHECK(message(edited("sampler=batch", "sampler=b!h")) ==
+        prefix + "character 33 in sampler (expected letters, digits, . _ + - or %HH escapes) at offset 30");
+  CHECK(message(edited("sampler=batch", "sampler=")) == prefix + "expected a name for sampler at offset 29");
+  CHECK(message(edited("tail=drop", "tail=wrap")) == prefix + "expected a tail (pad, drop or uneven) at offset 79");
+  CHECK(message(edited("shuffle=true", "shuffle=yes")) == prefix + "expected shuffle value \"false\" at offset 69");
+  CHECK(message(edited("feistel/2", "feistel/4294967296")) ==
+        prefix + "engine version 4294967296 exceeds 4294967295 at offset 109");
+  CHECK(message(edited("feistel/2", "feistel 2")) == prefix + "expected engine version separator \"/\" at offset 98");
+}
+
+TEST_CASE("Malformed version 3 bytes throw state_error naming the problem", "[state][bytes][errors]") {
+  const std::string prefix = "SamplerState::from_bytes: ";
+  auto resealed = [](std::vector<std::uint8_t> b) {
+    distsampler::detail::put_u64_le(b.data() + b.size() - 8, distsampler::detail::state_checksum(b.data(), b.size()));
+    return b;
+  };
+  const auto b = keyed_state().to_bytes();
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 71),
+                    prefix + "truncated input of 71 bytes (expected at least 72)");
+  auto no_name = b;
+  distsampler::detail::put_u32_le(no_name.data() + 52, 0);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(no_name), prefix + "name length 0 is out of range (expected 1..1024)");
+  auto long_name = b;
+  distsampler::detail::put_u32_le(long_name.data() + 56, 1025);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(long_name),
+                    prefix + "name length 1025 is out of range (expected 1..1024)");
+  auto huge = b;
+  distsampler::detail::put_u64_le(huge.data() + 64, UINT64_MAX / 2);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
+                    prefix +
+                        "ahead range count 9223372036854775807 is too large for any input (expected a count "
+                        "that fits in memory)");
+  auto shuffle = b;
+  shuffle[60] = 2;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(shuffle)), prefix + "shuffle byte 2 (expected 0 or 1)");
+  auto tail = b;
+  tail[61] = 3;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(tail)), prefix + "tail byte 3 (expected 0, 1 or 2)");
+  auto reserved = b;
+  reserved[63] = 1;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(reserved)), prefix + "reserved bytes 62..63 are not 0");
+  auto corrupt = b;
+  corrupt[75] ^= 0x20;  // "batch" -> "batCh"
+  CHECK_THROWS_WITH(
+      SamplerState::from_bytes(corrupt),
+      prefix + "checksum mismatch (stored 0x1c3c1b51d66016b0, computed " +
+          distsampler::detail::hex64(distsampler::detail::state_checksum(corrupt.data(), corrupt.size())) +
+          "; the state is corrupted)");
 }
 
 TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip", "[state][ahead]") {
@@ -358,15 +719,16 @@ TEST_CASE("States with ahead ranges use version 2 of both forms and round-trip",
   CHECK(s.written_version() == 2);
   CHECK(sample_state().written_version() == 1);
   CHECK(s.consumed_total() == 640 + 64 + 1 + 50);
-  CHECK(s.to_text() == "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 "
-                       "ahead=700-764,900-901,950-1000 fingerprint=0x0123456789abcdef");
+  CHECK(s.to_text() ==
+        "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 "
+        "ahead=700-764,900-901,950-1000 fingerprint=0x0123456789abcdef");
   const SamplerState t = SamplerState::from_text(s.to_text());
   CHECK(t == s);
   CHECK(t.version == 2);
   const auto b = bytes_of(s);
   REQUIRE(b.size() == 64 + 16 * 3);
   CHECK(b[4] == 2);
-  CHECK(b[48] == 3);  // the range count
+  CHECK(b[48] == 3);     // the range count
   CHECK(b[56] == 0xbc);  // 700 = 0x2bc little-endian
   CHECK(b[57] == 0x02);
   CHECK(b[64] == 0xfc);  // 764 = 0x2fc
@@ -383,8 +745,7 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   const std::string text = "SamplerState::from_text: ";
   const std::string head = "distsampler-state v2 dataset_size=1000 seed=42 epoch=3 consumed=640 ";
   const std::string tail = " fingerprint=0x0123456789abcdef";
-  CHECK_THROWS_WITH(SamplerState::from_text(head + tail.substr(1)),
-                    text + "expected key \" ahead=\" at offset 67");
+  CHECK_THROWS_WITH(SamplerState::from_text(head + tail.substr(1)), text + "expected key \" ahead=\" at offset 67");
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=" + tail),
                     text + "expected a decimal value for ahead begin at offset 74");
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700" + tail),
@@ -392,7 +753,8 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   CHECK_THROWS_WITH(SamplerState::from_text(head + "ahead=700-710," + tail),
                     text + "expected a decimal value for ahead begin at offset 82");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640 "
-                                            "ahead=700-710" + tail),
+                                            "ahead=700-710" +
+                                            tail),
                     text + "expected key \" fingerprint=\" at offset 67");
   auto range_error = [&](const std::string& ranges) {
     try {
@@ -402,16 +764,21 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
     }
     return std::string("no error");
   };
-  CHECK(range_error("700-700") == "SamplerState::from_text: ahead range 0 [700, 700) is empty or reversed "
-                                  "(expected begin < end)");
-  CHECK(range_error("710-700") == "SamplerState::from_text: ahead range 0 [710, 700) is empty or reversed "
-                                  "(expected begin < end)");
-  CHECK(range_error("700-1001") == "SamplerState::from_text: ahead range 0 [700, 1001) ends past dataset_size 1000 "
-                                   "(expected end <= dataset_size)");
-  CHECK(range_error("640-700") == "SamplerState::from_text: ahead range 0 [640, 700) does not begin after consumed "
-                                  "640 (expected sorted ranges separated by a gap)");
-  CHECK(range_error("600-700") == "SamplerState::from_text: ahead range 0 [600, 700) does not begin after consumed "
-                                  "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("700-700") ==
+        "SamplerState::from_text: ahead range 0 [700, 700) is empty or reversed "
+        "(expected begin < end)");
+  CHECK(range_error("710-700") ==
+        "SamplerState::from_text: ahead range 0 [710, 700) is empty or reversed "
+        "(expected begin < end)");
+  CHECK(range_error("700-1001") ==
+        "SamplerState::from_text: ahead range 0 [700, 1001) ends past dataset_size 1000 "
+        "(expected end <= dataset_size)");
+  CHECK(range_error("640-700") ==
+        "SamplerState::from_text: ahead range 0 [640, 700) does not begin after consumed "
+        "640 (expected sorted ranges separated by a gap)");
+  CHECK(range_error("600-700") ==
+        "SamplerState::from_text: ahead range 0 [600, 700) does not begin after consumed "
+        "640 (expected sorted ranges separated by a gap)");
   CHECK(range_error("700-710,710-720") ==
         "SamplerState::from_text: ahead range 1 [710, 720) does not begin after the previous range's end 710 "
         "(expected sorted ranges separated by a gap)");
@@ -432,15 +799,17 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   auto huge = b;
   distsampler::detail::put_u64_le(huge.data() + 48, UINT64_MAX / 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
-                    bytes + "ahead range count 9223372036854775807 is too large for any input (expected a count "
-                            "that fits in memory)");
+                    bytes +
+                        "ahead range count 9223372036854775807 is too large for any input (expected a count "
+                        "that fits in memory)");
   auto more = b;
   distsampler::detail::put_u64_le(more.data() + 48, 4);
   CHECK_THROWS_WITH(SamplerState::from_bytes(more), bytes + "truncated input of 112 bytes (expected at least 128)");
   auto fewer = b;
   distsampler::detail::put_u64_le(fewer.data() + 48, 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(fewer), bytes + "16 trailing bytes (expected exactly 96)");
-  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 50), bytes + "truncated input of 50 bytes (expected at least 56)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 50),
+                    bytes + "truncated input of 50 bytes (expected at least 56)");
   auto reversed = b;
   distsampler::detail::put_u64_le(reversed.data() + 72, 1000);  // second range begins at 1000
   CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(reversed)),

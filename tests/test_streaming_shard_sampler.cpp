@@ -605,13 +605,15 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK(st.consumed == 3);
   CHECK(st.ahead == std::vector<distsampler::PositionRange>{{4, 7}, {8, 11}, {12, 15}});
   CHECK(st.consumed_total() == 12);
-  CHECK(st.to_text().rfind("distsampler-state v2 dataset_size=220 seed=0 epoch=4 consumed=3 ahead=4-7,8-11,12-15 "
-                           "fingerprint=0x", 0) == 0);
-  // At a block boundary of every consumer the state is a plain prefix (version 1).
+  CHECK(st.to_text().rfind("distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
+                           "engine=shard-v2%20shuffle%20",
+                           0) == 0);
+  CHECK(st.to_text().find(" epoch=4 consumed=3 ahead=4-7,8-11,12-15 checksum=0x") != std::string::npos);
+  // At a block boundary of every consumer the state is a plain prefix (no ranges).
   const SamplerState at8 = s.state(8);
   CHECK(at8.consumed == 32);
   CHECK(at8.ahead.empty());
-  CHECK(at8.to_bytes().size() == SamplerState::byte_size);
+  CHECK(at8.to_bytes().size() == 80 + 5 + at8.engine.size());
   // Per worker: workers 0 (consumers 0, 1) read 5, workers 1 (consumers 2, 3) read 2:
   // blocks 0 and 1 whole, 2 and 3 two each, and one of blocks 4 and 5.
   const SamplerState pw = s.state_per_worker({5, 2});
@@ -623,7 +625,7 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK(s.state(55).ahead.empty());
 
   const auto bytes = st.to_bytes();
-  CHECK(bytes.size() == 64 + 16 * 3);
+  CHECK(bytes.size() == 80 + 5 + st.engine.size() + 16 * 3);
   StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), 1, o);
   t.load_state(SamplerState::from_bytes(bytes.data(), bytes.size()));
   CHECK(t.epoch() == 4);
@@ -779,4 +781,19 @@ TEST_CASE("an empty dataset and empty shards give empty, valid streams", "[shard
     CHECK(none.size() == 0);
     CHECK(none.read_plan(0).empty());
   }
+}
+
+TEST_CASE("A state of other or reordered shard sizes is refused naming the shard sizes", "[shards][resume][errors]") {
+  const StreamingShardSampler saver({100, 50, 70}, World(0, 2), 1);
+  const SamplerState st = saver.state(3);
+  StreamingShardSampler reordered({50, 100, 70}, World(0, 2), 1);
+  CHECK_THROWS_WITH(reordered.load_state(st),
+                    Catch::Matchers::StartsWith("StreamingShardSampler::load_state: shard sizes differ (state "
+                                                "layout "));
+  StreamingShardSampler larger({100, 50, 71}, World(0, 2), 1);
+  CHECK_THROWS_WITH(larger.load_state(st),
+                    Catch::Matchers::StartsWith("StreamingShardSampler::load_state: dataset_size differs (state 220, "
+                                                "sampler 221); shard sizes differ (state layout "));
+  StreamingShardSampler same({100, 50, 70}, World(1, 3), 1);
+  CHECK_NOTHROW(same.load_state(st));
 }

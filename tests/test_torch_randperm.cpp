@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -133,4 +134,53 @@ TEST_CASE("TorchRandperm rejects an unknown generation and copies share the tabl
   CHECK(TorchRandperm(0, 1, 2).size() == 0);
   STATIC_REQUIRE(std::is_nothrow_move_constructible_v<TorchRandperm>);
   STATIC_REQUIRE(noexcept(p(0)));
+}
+
+TEST_CASE("A moved-from TorchRandperm is empty and every assignment keeps the table alive", "[torch][move]") {
+  // Under the sanitizer build, any lookup into a freed table fails this test.
+  TorchRandperm a(1000, 1, 2);
+  const std::vector<std::uint64_t> order = all(a);
+  TorchRandperm b(std::move(a));
+  CHECK(a.size() == 0);  // NOLINT(bugprone-use-after-move): the documented moved-from state
+  CHECK(all(b) == order);
+  {
+    TorchRandperm c(5, 0, 0);
+    c = std::move(b);
+    CHECK(all(c) == order);
+    CHECK(b.size() == 0);  // NOLINT(bugprone-use-after-move)
+    a = c;                 // the copy shares the table; c's destruction must not free it
+  }
+  CHECK(all(a) == order);
+  TorchRandperm& self = a;
+  a = self;
+  CHECK(all(a) == order);
+  a = std::move(self);
+  CHECK(all(a) == order);
+  b = TorchRandperm(20, 3, 4);
+  b = std::move(a);
+  CHECK(all(b) == order);
+  CHECK(a.size() == 0);  // NOLINT(bugprone-use-after-move)
+  a = TorchRandperm(7, 0, 0);  // a moved-from object accepts a new value
+  CHECK(a.size() == 7);
+  STATIC_REQUIRE(std::is_nothrow_move_assignable_v<TorchRandperm>);
+}
+
+TEST_CASE("TorchRandperm throws config_error naming n for every size it cannot hold", "[torch][errors]") {
+  const std::string most = std::to_string(std::vector<std::uint64_t>().max_size());
+  for (const std::uint64_t n : {UINT64_MAX, std::uint64_t{1} << 62, std::uint64_t{1} << 61,
+                                std::uint64_t{std::vector<std::uint64_t>().max_size()} + 1}) {
+    CAPTURE(n);
+    CHECK_THROWS_WITH(TorchRandperm(n, 0, 0),
+                      "TorchRandperm: dataset_size " + std::to_string(n) +
+                          " needs 8 bytes per index, more than this address space holds (at most " + most +
+                          " indices; use FeistelPermutation, which needs O(1) memory)");
+  }
+#if !defined(__SANITIZE_ADDRESS__)
+  // Fits the vector's limits but not the address space: the allocation itself fails.
+  // (AddressSanitizer aborts on such a request instead of throwing, so this runs without it.)
+  const std::uint64_t huge = std::uint64_t{1} << 58;
+  CHECK_THROWS_WITH(TorchRandperm(huge, 0, 0),
+                    "TorchRandperm: out of memory materialising dataset_size " + std::to_string(huge) +
+                        " indices (use FeistelPermutation, which needs O(1) memory)");
+#endif
 }

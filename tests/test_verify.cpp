@@ -64,14 +64,14 @@ TEST_CASE("check_samplers catches the per-rank seed bug", "[verify]") {
   // The classic mistake: every rank shuffles with its own seed (42 + rank).
   const std::uint64_t n = 1000, w = 4;
   const auto report = distsampler::check_samplers(n, w, Tail::pad, [&](distsampler::World world) {
-    return distsampler::DistributedSampler<>(n, world, {true, 42 + world.rank, Tail::pad});
+    return distsampler::DistributedSampler<>(n, world, distsampler::SamplerOptions().with_seed(42 + world.rank));
   });
   CHECK_FALSE(report.ok());
   CHECK(report.duplicates > 100);
   CHECK(report.missing > 100);
   // The shared seed gives a partition.
   const auto good = distsampler::check_samplers(n, w, Tail::pad, [&](distsampler::World world) {
-    return distsampler::DistributedSampler<>(n, world, {true, 42, Tail::pad});
+    return distsampler::DistributedSampler<>(n, world, distsampler::SamplerOptions().with_seed(42));
   });
   CHECK(good.ok());
 }

@@ -1,4 +1,4 @@
-// distsampler DistributedSampler: one rank's disjoint share of every epoch, by random access or iteration, resumable mid-epoch on any world size.
+// distsampler DistributedSampler: one rank's disjoint share of every epoch, resumable on any world size.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
 #define DISTSAMPLER_DISTRIBUTED_SAMPLER_HPP
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "epoch_order.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
 #include "options.hpp"
@@ -24,44 +25,6 @@
 #include "world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
-
-namespace detail {
-
-// The state after every rank of a strided split of positions [start, n) over w ranks read
-// its first `samples_done` slots: consumed = min(start + w * samples_done, n). Throws
-// config_error, prefixed by `who`, when samples_done exceeds the largest rank's size.
-inline SamplerState strided_state(const StateKey& key, std::uint64_t start, std::uint64_t w, std::uint64_t epoch,
-                                  std::uint64_t samples_done, const char* who) {
-  const std::uint64_t n = key.dataset_size, remaining = n - start;
-  const std::uint64_t max_size = remaining / w + (remaining % w != 0 && key.tail != Tail::drop ? 1 : 0);
-  if (samples_done > max_size) {
-    throw_config_error(std::string(who) + ": samples_done " + std::to_string(samples_done) +
-                       " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
-                       std::to_string(max_size) + ")");
-  }
-  SamplerState s;
-  s.dataset_size = n;
-  s.seed = key.seed;
-  s.epoch = epoch;
-  s.consumed = samples_done > remaining / w ? n : start + samples_done * w;
-  s.fingerprint = key.fingerprint();
-  return s;
-}
-
-}  // namespace detail
-
-
-namespace detail {
-
-// True when P has a batched `fill(first, count, out, stride)` (FeistelPermutation does).
-template <class P, class = void>
-struct has_strided_fill : std::false_type {};
-template <class P>
-struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
-                               std::uint64_t{}, std::uint64_t{}, static_cast<std::uint64_t*>(nullptr), std::uint64_t{}))>>
-    : std::true_type {};
-
-}  // namespace detail
 
 /// The dataset indices one rank reads in one epoch, torch's DistributedSampler as a C++ value.
 ///
@@ -79,7 +42,8 @@ struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
 /// this rank's indices: O(1) memory, O(1) per index.
 ///
 /// Example:
-///     distsampler::DistributedSampler<> sampler(50000, distsampler::World::from_env(), {true, 42});
+///     distsampler::DistributedSampler<> sampler(50000, distsampler::World::from_env(),
+///                                               distsampler::SamplerOptions().with_seed(42));
 ///     for (std::uint64_t epoch = 0; epoch < 10; ++epoch) {
 ///       sampler.set_epoch(epoch);
 ///       for (std::uint64_t index : sampler) load(index);
@@ -101,10 +65,19 @@ struct has_strided_fill<P, std::void_t<decltype(std::declval<const P&>().fill(
 ///
 /// Throws config_error from the constructor for an invalid World (rank >= world_size,
 /// world_size 0, ...) or an unknown tail; state_error when a state belongs to another
-/// dataset size, seed or option set. Deterministic: a pure function of (dataset_size,
-/// world, options, epoch, resumed position). Thread-safety: const members may be called
-/// concurrently; set_epoch and resume must not race with readers. Copies are cheap (a
-/// materialising permutation shares its table).
+/// dataset size, seed or option set. Strong exception guarantee: set_epoch and resume
+/// build the new epoch's order first and change nothing when that throws (a
+/// TorchRandperm that cannot allocate its table, a mismatched state). Deterministic: a
+/// pure function of (dataset_size, world, options, epoch, resumed position).
+/// Thread-safety: const members may be called concurrently; set_epoch and resume must
+/// not race with readers. Copies are cheap (a materialising permutation shares its table).
+///
+/// Iterator invalidation: set_epoch, resume and assignment invalidate every iterator
+/// (as reallocation does for std::vector); destroying or moving from the sampler leaves
+/// its iterators dangling. Unlike a std::vector's, an invalidated iterator is safe to use
+/// while the sampler lives: it reads the current segment's slot at its position and
+/// throws std::out_of_range past the current size(), so it never reads out of bounds and
+/// a loop up to an old end() stops there.
 template <class Permutation = FeistelPermutation>
 class DistributedSampler {
   static_assert(check_permutation<Permutation>(), "see permutation_traits.hpp");
@@ -119,41 +92,38 @@ class DistributedSampler {
   /// Starts at the beginning of epoch 0.
   DistributedSampler(std::uint64_t dataset_size, World world, SamplerOptions options = {},
                      permutation_options permutation = {})
-      : n_(dataset_size), world_(world), options_(options), permutation_options_(permutation) {
-    world_.validate("DistributedSampler");
-    partition_ = make_partition(dataset_size);
-    rebuild();
-  }
+      : world_(checked(world, options)),
+        options_(options),
+        order_(dataset_size, options.shuffle, options.seed, permutation),
+        partition_(dataset_size, world.rank, world.world_size, options.tail) {}
 
-  /// Continues `state`'s epoch at its consumed position (see resume).
+  /// Continues `state`'s epoch at its consumed position (see resume), building only that
+  /// epoch's order. Throws state_error (prefixed "DistributedSampler::resume") as resume does.
   DistributedSampler(std::uint64_t dataset_size, World world, SamplerOptions options, const SamplerState& state,
                      permutation_options permutation = {})
-      : DistributedSampler(dataset_size, world, options, permutation) {
-    resume(state);
-  }
+      : world_(checked(world, options)),
+        options_(options),
+        order_(EpochOrder<Permutation>::from_state(state, family, options.tail, who_resume, dataset_size,
+                                                   options.shuffle, options.seed, permutation)),
+        partition_(order_.remaining(), world.rank, world.world_size, options.tail) {}
 
   /// Selects the epoch (torch's set_epoch) from its beginning. Forgetting it repeats
   /// epoch 0's order. O(1) for random-access permutations, O(N) for materialising ones
-  /// (no-op when the epoch is unchanged and nothing was resumed into it).
+  /// when the epoch changes. Strong guarantee: on throw nothing changed, and calling it
+  /// again retries.
   void set_epoch(std::uint64_t epoch) {
-    if (epoch == epoch_ && start_ == 0) return;
-    const bool same_epoch = epoch == epoch_;
-    epoch_ = epoch;
-    start_ = 0;
-    partition_ = StridedPartition(n_, world_.rank, world_.world_size, options_.tail);
-    if (!same_epoch) rebuild();
+    EpochOrder<Permutation> next = order_.at(epoch, 0);
+    partition_ = StridedPartition(next.dataset_size(), world_.rank, world_.world_size, options_.tail);
+    order_ = std::move(next);
   }
 
   /// Validates `state` against key() (state_error naming the field that differs), then
-  /// continues its epoch at its consumed position, split over this world. On throw the
-  /// sampler is unchanged. O(1) for random-access permutations.
+  /// continues its epoch at its consumed position, split over this world. Strong
+  /// guarantee: on throw the sampler is unchanged. O(1) for random-access permutations.
   void resume(const SamplerState& state) {
-    state.validate(key(), "DistributedSampler::resume");
-    const bool same_epoch = state.epoch == epoch_;
-    epoch_ = state.epoch;
-    start_ = state.consumed;
-    partition_ = StridedPartition(n_ - start_, world_.rank, world_.world_size, options_.tail);
-    if (!same_epoch) rebuild();
+    EpochOrder<Permutation> next = order_.resumed(state, family, options_.tail, who_resume);
+    partition_ = StridedPartition(next.remaining(), world_.rank, world_.world_size, options_.tail);
+    order_ = std::move(next);
   }
 
   /// The state after every rank has read its first `samples_done` slots of this
@@ -162,25 +132,35 @@ class DistributedSampler {
   /// min(start() + world_size * samples_done, dataset_size). Throws config_error when
   /// samples_done exceeds the largest rank's size. O(1).
   [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
-    return detail::strided_state(key(), start_, world_.world_size, epoch_, samples_done, "DistributedSampler::state");
+    const std::uint64_t remaining = order_.remaining(), w = world_.world_size;
+    const std::uint64_t max_size = remaining / w + (remaining % w != 0 && options_.tail != Tail::drop ? 1 : 0);
+    if (samples_done > max_size) {
+      detail::throw_config_error("DistributedSampler::state: samples_done " + std::to_string(samples_done) +
+                                 " exceeds the samples per rank " + std::to_string(max_size) + " (expected 0.." +
+                                 std::to_string(max_size) + ")");
+    }
+    const std::uint64_t consumed =
+        samples_done > remaining / w ? order_.dataset_size() : order_.start() + samples_done * w;
+    return order_.state(family, options_.tail, consumed);
   }
 
   /// What saved states must match (see StateKey); its names are static strings.
-  [[nodiscard]] StateKey key() const noexcept {
-    return StateKey{"distributed", n_, options_.seed, options_.shuffle, options_.tail,
-                    engine_identity<Permutation>(permutation_options_).name};
-  }
+  [[nodiscard]] StateKey key() const noexcept { return order_.key(family, options_.tail); }
 
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return order_.epoch(); }
   /// Positions of this epoch consumed before this segment (0 unless resumed).
-  [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
-  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
+  [[nodiscard]] std::uint64_t start() const noexcept { return order_.start(); }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return order_.dataset_size(); }
   [[nodiscard]] const World& world() const noexcept { return world_; }
   [[nodiscard]] std::uint64_t rank() const noexcept { return world_.rank; }
   [[nodiscard]] std::uint64_t world_size() const noexcept { return world_.world_size; }
   [[nodiscard]] const SamplerOptions& options() const noexcept { return options_; }
-  [[nodiscard]] const permutation_options& permutation_settings() const noexcept { return permutation_options_; }
+  [[nodiscard]] const permutation_options& permutation_settings() const noexcept {
+    return order_.permutation_settings();
+  }
   [[nodiscard]] const StridedPartition& partition() const noexcept { return partition_; }
+  /// The epoch's global order this sampler reads from (shared by every rank).
+  [[nodiscard]] const EpochOrder<Permutation>& order() const noexcept { return order_; }
 
   /// This rank's samples in this epoch, or in what remains of it when resumed (torch's
   /// len(sampler)); the same on every rank except under Tail::uneven.
@@ -214,39 +194,35 @@ class DistributedSampler {
   /// first + count > size(). O(count), no allocation.
   void fill(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
     if (first > size() || count > size() - first) throw_out_of_range("fill", first + count - (count ? 1 : 0));
-    if constexpr (detail::has_strided_fill<Permutation>::value) {
-      if (options_.shuffle) {
-        // Every slot but possibly the last one of a rank is a real position r + i * W.
-        std::uint64_t real = count;
-        if (count != 0 && partition_.is_padding(first + count - 1)) --real;
-        if (real != 0) permutation_.fill(start_ + partition_.source_position(first), real, out, world_.world_size);
-        if (real != count) out[real] = get(first + real);
-        return;
-      }
-    }
-    for (std::uint64_t i = 0; i < count; ++i) out[i] = get(first + i);
+    // Every slot but possibly the last one of a rank is a real position r + i * W.
+    std::uint64_t real = count;
+    if (count != 0 && partition_.is_padding(first + count - 1)) --real;
+    if (real != 0) order_.fill(position(first), real, out, world_.world_size);
+    if (real != count) out[real] = get(first + real);
   }
 
   /// Unchecked access for iteration: i < size().
-  [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept { return index_at_position(position(i)); }
+  [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept { return order_.index(position(i)); }
 
   /// The position of this epoch's global order slot i reads (i < size(); unchecked):
   /// start() + r + i * W for rank r (padding wraps to the start of the segment).
   [[nodiscard]] std::uint64_t position(std::uint64_t i) const noexcept {
-    return start_ + partition_.source_position(i);
+    return order_.start() + partition_.source_position(i);
   }
 
   /// The dataset index at `position` of this epoch's global order (shared by all ranks),
   /// position < dataset_size(); unchecked.
   [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
-    return options_.shuffle ? permutation_(position) : position;
+    return order_.index(position);
   }
 
   [[nodiscard]] iterator begin() const noexcept { return iterator(this, 0); }
   [[nodiscard]] iterator end() const noexcept { return iterator(this, size()); }
 
-  /// A random-access iterator over this rank's indices of the current epoch. It
-  /// refers to the sampler: set_epoch invalidates nothing but changes what it reads.
+  /// A random-access iterator over this rank's indices of the current segment. It
+  /// refers to the sampler (see the class comment for invalidation): dereferencing
+  /// checks the slot against the sampler's current size() and throws std::out_of_range
+  /// past it.
   class iterator {
    public:
     using iterator_category = std::random_access_iterator_tag;
@@ -256,11 +232,15 @@ class DistributedSampler {
     using reference = std::uint64_t;
 
     constexpr iterator() noexcept = default;
-    [[nodiscard]] std::uint64_t operator*() const noexcept { return sampler_->get(i_); }
-    [[nodiscard]] std::uint64_t operator[](difference_type k) const noexcept { return *(*this + k); }
+    [[nodiscard]] std::uint64_t operator*() const {
+      if (i_ >= sampler_->size()) sampler_->throw_out_of_range("iterator", i_);
+      return sampler_->get(i_);
+    }
+    [[nodiscard]] std::uint64_t operator[](difference_type k) const { return *(*this + k); }
     /// The slot number of this position within the rank's epoch.
     [[nodiscard]] constexpr std::uint64_t position() const noexcept { return i_; }
-    [[nodiscard]] bool is_padding() const noexcept { return sampler_->partition_.is_padding(i_); }
+    /// Throws std::out_of_range past the sampler's current size().
+    [[nodiscard]] bool is_padding() const { return sampler_->is_padding(i_); }
 
     iterator& operator++() noexcept { ++i_; return *this; }
     iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
@@ -289,17 +269,13 @@ class DistributedSampler {
   };
 
  private:
-  StridedPartition make_partition(std::uint64_t dataset_size) const {
-    const Tail t = options_.tail;
-    if (t != Tail::pad && t != Tail::drop && t != Tail::uneven) {
-      detail::throw_config_error("DistributedSampler: tail " + std::to_string(static_cast<int>(t)) +
-                                 " is not a Tail (expected pad, drop or uneven)");
-    }
-    return StridedPartition(dataset_size, world_.rank, world_.world_size, t);
-  }
+  static constexpr std::string_view family = "distributed";
+  static constexpr std::string_view who_resume = "DistributedSampler::resume";
 
-  void rebuild() {
-    if (options_.shuffle) permutation_ = Permutation(n_, options_.seed, epoch_, permutation_options_);
+  static World checked(World world, const SamplerOptions& options) {
+    world.validate("DistributedSampler");
+    detail::check_tail(options.tail, "DistributedSampler");
+    return world;
   }
 
   [[noreturn]] void throw_out_of_range(const char* what, std::uint64_t i) const {
@@ -308,14 +284,10 @@ class DistributedSampler {
                             (size() ? " (expected 0.." + std::to_string(size() - 1) + ")" : " (the rank is empty)"));
   }
 
-  std::uint64_t n_ = 0;
   World world_;
   SamplerOptions options_;
-  permutation_options permutation_options_;
+  EpochOrder<Permutation> order_;
   StridedPartition partition_;
-  std::uint64_t epoch_ = 0;
-  std::uint64_t start_ = 0;
-  Permutation permutation_;
 };
 
 DISTSAMPLER_NAMESPACE_END

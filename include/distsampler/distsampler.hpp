@@ -3,18 +3,20 @@
 #ifndef DISTSAMPLER_DISTSAMPLER_HPP
 #define DISTSAMPLER_DISTSAMPLER_HPP
 
+#include "batch_layout.hpp"
 #include "batch_sampler.hpp"
 #include "distributed_sampler.hpp"
+#include "epoch_order.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
-#include "resume.hpp"
 #include "state.hpp"
 #include "streaming_shard_sampler.hpp"
 #include "verify.hpp"
 #include "version.hpp"
+#include "worker_schedule.hpp"
 #include "world.hpp"
 
 #endif  // DISTSAMPLER_DISTSAMPLER_HPP

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "detail/mix.hpp"
+#include "detail/small_permutation.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
@@ -17,14 +18,18 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// n from 0 to 2^64 - 1. The default shuffle of the samplers: a rank computes only
 /// its own positions and never materialises the n indices.
 ///
-/// Algorithm (format_version 1):
+/// Algorithm (format_version 2; version 1 drew the n <= 16 tables by modulo with
+/// rejection, one stream word per swap, and gave other orders for those sizes only):
 ///  - Key: `k = splitmix64(splitmix64(splitmix64(seed ^ tag) ^ epoch) ^ n)`, a chain of
 ///    bijective mixers, so (seed, epoch + 1) and (seed + 1, epoch) are unrelated, and
 ///    different dataset sizes get unrelated orders. Round keys are the SplitMix64 stream
 ///    seeded with k.
-///  - n <= 16: the permutation is drawn exactly, by Fisher-Yates with that stream and
-///    unbiased bounded draws, and kept in two 64-bit words (forward and inverse);
-///    Feistel networks on 4 bits or fewer mix too slowly to be uniform.
+///  - n <= 16: the permutation is drawn by Fisher-Yates from the stream's first word x,
+///    read as a fraction in [0, 1): for slot s = n - 1 down to 1, swap with slot
+///    floor(x * (s + 1)) and keep the fractional part (detail::small_permutation_table;
+///    each of the n! orders has probability within 2^-19 of 1/n!). It is kept in two
+///    64-bit words of nibbles (forward and inverse); Feistel networks on 4 bits or fewer
+///    mix too slowly to be uniform.
 ///  - n > 16: a Feistel network on b = bit_width(n - 1) bits (the smallest power of two
 ///    >= n, computed with integers, so 2^k + 1 is never lost), halves of ceil(b/2) and
 ///    floor(b/2) bits, with cycle walking (re-encrypt until the value is < n; under 2
@@ -63,12 +68,12 @@ class FeistelPermutation {
 
   /// Identifies the order this class produces. Any change to the output for any
   /// (n, seed, epoch) bumps it, so saved sampler state can tell the orders apart.
-  static constexpr std::uint32_t format_version = 1;
+  static constexpr std::uint32_t format_version = 2;
   /// The engine's identity in saved states.
   [[nodiscard]] static constexpr std::string_view name(const options_type& /*options*/) noexcept { return "feistel"; }
 
   /// Sizes up to this are shuffled exactly from a small table instead of a Feistel network.
-  static constexpr std::uint64_t table_max_size = 16;
+  static constexpr std::uint64_t table_max_size = detail::small_permutation_max;
 
   /// The empty permutation (n = 0).
   constexpr FeistelPermutation() noexcept = default;
@@ -80,7 +85,9 @@ class FeistelPermutation {
       : n_(n) {
     detail::SplitMix64 stream(key(n, seed, epoch));
     if (n <= table_max_size) {
-      build_table(stream);
+      if (n == 0) return;
+      forward_table_ = detail::small_permutation_table(stream(), n);
+      for (std::uint64_t i = 0; i < n; ++i) inverse_table_ |= i << (4 * nibble(forward_table_, i));
       return;
     }
     const unsigned bits = detail::bit_width(n - 1);  // 5..64
@@ -162,28 +169,6 @@ class FeistelPermutation {
 
   [[nodiscard]] static constexpr std::uint64_t nibble(std::uint64_t table, std::uint64_t i) noexcept {
     return (table >> (4 * i)) & 0xfu;
-  }
-
-  // Uniform in [0, bound) for 1 <= bound <= 16: rejecting the (2^64 mod bound) smallest
-  // draws removes the modulo bias (a draw is rejected with probability below 2^-60).
-  [[nodiscard]] static constexpr std::uint64_t bounded(detail::SplitMix64& stream, std::uint64_t bound) noexcept {
-    const std::uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-      const std::uint64_t r = stream();
-      if (r >= threshold) return r % bound;
-    }
-  }
-
-  constexpr void build_table(detail::SplitMix64& stream) noexcept {
-    std::uint64_t table = 0xfedcba9876543210u;  // identity, 4 bits per entry
-    for (std::uint64_t i = n_; i > 1; --i) {
-      const std::uint64_t j = bounded(stream, i);
-      const std::uint64_t a = nibble(table, i - 1), b = nibble(table, j);
-      table ^= (a ^ b) << (4 * (i - 1));
-      table ^= (a ^ b) << (4 * j);
-    }
-    forward_table_ = table;
-    for (std::uint64_t i = 0; i < n_; ++i) inverse_table_ |= i << (4 * nibble(table, i));
   }
 
   // Eight rounds per step: the loop runs once (b >= 9) or twice and the body unrolls.

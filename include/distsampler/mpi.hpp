@@ -36,18 +36,11 @@ inline void check(int code, const char* what) {
 }
 
 // Order-independent 64-bit hashes of one index: sums of these over a set of indices
-// identify the multiset with overwhelming probability (two independent mixers).
-constexpr std::uint64_t mix_a(std::uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15u;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
-  return x ^ (x >> 31);
-}
+// identify the multiset with overwhelming probability (two unrelated bijections: the
+// SplitMix64 output of x, and of that output).
+constexpr std::uint64_t mix_a(std::uint64_t x) noexcept { return distsampler::detail::splitmix64(x); }
 constexpr std::uint64_t mix_b(std::uint64_t x) noexcept {
-  x ^= 0x5851F42D4C957F2Du;
-  x = (x ^ (x >> 33)) * 0xFF51AFD7ED558CCDu;
-  x = (x ^ (x >> 33)) * 0xC4CEB9FE1A85EC53u;
-  return x ^ (x >> 33);
+  return distsampler::detail::splitmix64(distsampler::detail::splitmix64(x));
 }
 
 }  // namespace detail

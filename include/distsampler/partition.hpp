@@ -8,42 +8,10 @@
 #include <string_view>
 
 #include "error.hpp"
+#include "options.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
-
-/// What to do when the dataset size N is not a multiple of the world size W.
-enum class Tail {
-  /// torch's default (drop_last=False): every rank gets ceil(N / W) samples; the last
-  /// N mod W positions are filled by wrapping around to the start of the epoch's order.
-  /// Those duplicates are flagged by `is_padding`, so exact evaluation can mask them.
-  pad,
-  /// torch's drop_last=True: every rank gets floor(N / W) samples; the last N mod W
-  /// positions of the epoch's order are not read this epoch (they change every epoch).
-  drop,
-  /// Every index exactly once: rank r gets floor(N / W) + (r < N mod W) samples, so
-  /// counts differ by at most 1. For exact evaluation; breaks collectives that need
-  /// equal step counts, hence never a default.
-  uneven,
-};
-
-/// "pad", "drop" or "uneven".
-[[nodiscard]] constexpr std::string_view to_string(Tail tail) noexcept {
-  switch (tail) {
-    case Tail::pad: return "pad";
-    case Tail::drop: return "drop";
-    case Tail::uneven: return "uneven";
-  }
-  return "invalid";
-}
-
-/// Parses "pad", "drop" or "uneven"; throws config_error naming `who` otherwise.
-[[nodiscard]] inline Tail parse_tail(std::string_view text, std::string_view who = "tail") {
-  if (text == "pad") return Tail::pad;
-  if (text == "drop") return Tail::drop;
-  if (text == "uneven") return Tail::uneven;
-  detail::throw_config_error(std::string(who) + " \"" + std::string(text) + "\" is unknown (expected pad, drop or uneven)");
-}
 
 /// The strided split of one epoch among W ranks, torch's layout: rank r reads
 /// positions r, r + W, r + 2W, ... of the epoch's order. Pure integer math on
@@ -62,13 +30,9 @@ class StridedPartition {
       : n_(dataset_size), rank_(rank), world_size_(world_size), tail_(tail) {
     if (world_size == 0) detail::throw_config_error("Partition: world_size is 0 (expected at least 1)");
     if (rank >= world_size) {
-      detail::throw_config_error("Partition: rank " + std::to_string(rank) + " is out of range for world_size " +
-                                 std::to_string(world_size) + " (expected 0.." + std::to_string(world_size - 1) + ")");
+      detail::throw_out_of_range("Partition", "rank", rank, "world_size", world_size);
     }
-    if (tail != Tail::pad && tail != Tail::drop && tail != Tail::uneven) {
-      detail::throw_config_error("Partition: tail " + std::to_string(static_cast<int>(tail)) +
-                                 " is not a Tail (expected pad, drop or uneven)");
-    }
+    detail::check_tail(tail, "Partition");
     const std::uint64_t whole = n_ / world_size_, rest = n_ % world_size_;
     switch (tail_) {
       case Tail::pad: size_ = whole + (rest != 0 ? 1 : 0); break;

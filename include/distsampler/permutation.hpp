@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <new>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/mt19937.hpp"
@@ -63,9 +65,12 @@ struct TorchRandpermOptions {
 /// generator is MT19937 seeded with the low 32 bits of that value, as in torch.
 ///
 /// Cost: O(n) time and memory at construction (4 bytes per index while n <= 2^32,
-/// else 8), O(1) per lookup. Copies share the immutable table. Throws config_error when
-/// the table cannot be allocated (std::bad_alloc is translated, with n in the message).
-/// Deterministic on every platform (no std::shuffle, no std distributions).
+/// else 8), O(1) per lookup. Copies share the immutable table. Throws config_error, naming
+/// n, for every n whose table cannot be held: more indices than a vector holds, a byte
+/// count beyond the address space (both checked before allocating), or an allocation
+/// that fails (std::bad_alloc is translated). A moved-from TorchRandperm is empty (size 0), like a
+/// default-constructed one. Deterministic on every platform (no std::shuffle, no std
+/// distributions).
 class TorchRandperm {
  public:
   using options_type = TorchRandpermOptions;
@@ -82,6 +87,25 @@ class TorchRandperm {
 
   TorchRandperm() = default;
   TorchRandperm(std::uint64_t n, std::uint64_t seed, std::uint64_t epoch, const options_type& options = {});
+
+  TorchRandperm(const TorchRandperm&) = default;
+  TorchRandperm& operator=(const TorchRandperm&) = default;
+  /// Leaves `other` empty: its lookups must not outlive the table it handed over.
+  TorchRandperm(TorchRandperm&& other) noexcept
+      : n_(std::exchange(other.n_, 0)),
+        table_(std::move(other.table_)),
+        narrow_(std::exchange(other.narrow_, nullptr)),
+        wide_(std::exchange(other.wide_, nullptr)) {}
+  /// Leaves `other` empty (unchanged when it is *this).
+  TorchRandperm& operator=(TorchRandperm&& other) noexcept {
+    TorchRandperm taken(std::move(other));
+    std::swap(n_, taken.n_);
+    table_.swap(taken.table_);
+    std::swap(narrow_, taken.narrow_);
+    std::swap(wide_, taken.wide_);
+    return *this;
+  }
+  ~TorchRandperm() = default;
 
   [[nodiscard]] std::uint64_t size() const noexcept { return n_; }
   [[nodiscard]] std::uint64_t operator()(std::uint64_t position) const noexcept {
@@ -165,13 +189,17 @@ inline TorchRandperm::TorchRandperm(std::uint64_t n, std::uint64_t seed, std::ui
                                " is unknown (expected TorchGeneration::v1 or TorchGeneration::v2_7)");
   }
   if (n == 0) return;
-  if (n - 1 > SIZE_MAX / sizeof(std::uint64_t)) {
-    detail::throw_config_error("TorchRandperm: dataset_size " + std::to_string(n) +
-                               " cannot be materialised in this address space (use FeistelPermutation)");
+  const bool narrow = n - 1 <= 0xffffffffu;
+  const std::uint64_t width = narrow ? sizeof(std::uint32_t) : sizeof(std::uint64_t);
+  const std::uint64_t most = narrow ? std::vector<std::uint32_t>().max_size() : std::vector<std::uint64_t>().max_size();
+  if (n > SIZE_MAX / width || n > most) {
+    detail::throw_config_error("TorchRandperm: dataset_size " + std::to_string(n) + " needs " + std::to_string(width) +
+                               " bytes per index, more than this address space holds (at most " +
+                               std::to_string(most) + " indices; use FeistelPermutation, which needs O(1) memory)");
   }
   const std::uint64_t s = torch_seed(seed, epoch);
   try {
-    if (n - 1 <= 0xffffffffu) {
+    if (narrow) {
       auto table = build<std::uint32_t>(n, s, options.generation);
       narrow_ = table->data();
       table_ = std::move(table);

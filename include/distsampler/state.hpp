@@ -1,4 +1,4 @@
-// distsampler SamplerState: the tiny, versioned, validated position of a run within its epochs (save, load, check).
+// distsampler SamplerState: the tiny, versioned, checksummed position of a run within its epochs (save, load, check).
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_STATE_HPP
 #define DISTSAMPLER_STATE_HPP
@@ -10,21 +10,29 @@
 #include <vector>
 
 #include "detail/mix.hpp"
+#include "detail/state_format.hpp"
 #include "error.hpp"
 #include "partition.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
-/// What a saved state must match to be resumed: the things that define an epoch's
-/// global order and its tail. Deliberately NOT included: world size, micro-batch size,
-/// accumulation steps, global batch size and worker count — those may change between
-/// save and resume (elastic resume), because `consumed` counts positions of the global
-/// order, which does not depend on them.
+/// What a saved state must match to be resumed: everything that defines an epoch's global
+/// order and its tail. Deliberately NOT included: world size, micro-batch size, accumulation
+/// steps, global batch size and worker count — those may change between save and resume
+/// (elastic resume), because `consumed` counts positions of the global order, which does
+/// not depend on them.
 ///
-/// `sampler` names the sampler family ("distributed" or "batch"): their tails differ, so
-/// a state of one is not resumed by the other. `engine` names the permutation (with its
-/// options, e.g. "torch-v2.7"); it is ignored when `shuffle` is false.
+/// Every sampler fills the fields from what it knows; state.hpp knows no sampler or engine:
+///  - `sampler` names the sampler family (its tails and positions mean different things);
+///  - `engine` and `engine_version` are the permutation's identity (engine_identity<P>() in
+///    permutation_traits.hpp); both are ignored when `shuffle` is false, when the order is
+///    the identity ("identity", version 1);
+///  - `layout` is a 64-bit hash of anything else that defines the order (a shard catalog),
+///    0 when there is nothing else; `layout_name` is how messages call it, a plural noun
+///    ("shard sizes" gives "shard sizes differ");
+///  - `accepts_ahead` says whether the sampler resumes consumed ranges beyond the prefix.
+/// The names are views: the strings must outlive the key.
 struct StateKey {
   std::string_view sampler;
   std::uint64_t dataset_size = 0;
@@ -32,10 +40,24 @@ struct StateKey {
   bool shuffle = true;
   Tail tail = Tail::pad;
   std::string_view engine;
+  std::uint32_t engine_version = 0;
+  std::uint64_t layout = 0;
+  std::string_view layout_name;
+  bool accepts_ahead = false;
 
-  /// 64-bit hash of every field, identical on every platform. O(length of the names).
+  /// The engine the order uses: `engine` when shuffled, else "identity".
+  [[nodiscard]] constexpr std::string_view order_engine() const noexcept { return shuffle ? engine : "identity"; }
+  /// The version of order_engine(): `engine_version` when shuffled, else 1.
+  [[nodiscard]] constexpr std::uint32_t order_engine_version() const noexcept { return shuffle ? engine_version : 1; }
+
+  /// 64-bit hash of every field that defines the order (sampler, dataset_size, seed, shuffle,
+  /// tail, order_engine(), order_engine_version(), layout), identical on every platform.
+  /// O(length of the names).
   [[nodiscard]] std::uint64_t fingerprint() const noexcept;
-  /// "sampler=batch dataset_size=10 seed=1 shuffle=true tail=drop engine=feistel".
+  /// The fingerprint stored by version 1 and 2 states: the same without engine_version and
+  /// layout. O(length of the names).
+  [[nodiscard]] std::uint64_t legacy_fingerprint() const noexcept;
+  /// "sampler=batch dataset_size=10 seed=1 shuffle=true tail=drop engine=feistel/2 layout=0x0000000000000000".
   [[nodiscard]] std::string describe() const;
 };
 
@@ -53,49 +75,74 @@ struct PositionRange {
 
 /// A run's position: in which epoch, and which positions of that epoch's global order
 /// (shared by all ranks, independent of world size and worker count) have been consumed:
-/// the prefix [0, consumed) and, beyond it, the ranges in `ahead`. Together with a sampler
-/// built with the same dataset and options, it says exactly which samples remain.
+/// the prefix [0, consumed) and, beyond it, the ranges in `ahead`; and the key of the
+/// sampler that saved it (set_key). Together with a sampler built with the same dataset and
+/// options, it says exactly which samples remain.
 ///
-/// `ahead` is empty for DistributedSampler and DistributedBatchSampler, whose consumers
-/// always leave a prefix. StreamingShardSampler consumers read blocks of the order, so a
-/// stop between block boundaries (say 48 samples into blocks of 64, or workers of one
-/// DataLoader one batch apart) leaves up to a few ranges per consumer consumed beyond the
-/// prefix. `ahead` is kept canonical: sorted, each range non-empty, separated from the
-/// prefix and from each other by at least one position, ending at most at dataset_size.
+/// `ahead` is empty for samplers whose consumers always leave a prefix. Samplers whose
+/// consumers read blocks of the order (StateKey::accepts_ahead) can leave up to a few ranges
+/// per consumer consumed beyond the prefix. `ahead` is kept canonical: sorted, each range
+/// non-empty, separated from the prefix and from each other by at least one position,
+/// ending at most at dataset_size.
 ///
-/// Two serialised forms, both complete and both validated on load:
-///  - text, one line: `distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640
-///    fingerprint=0x0123456789abcdef` (keys in this order, single spaces, decimal numbers,
-///    16 hex digits; one trailing '\n' is accepted). With ahead ranges the version is 2
-///    and ` ahead=700-764,900-964` (begin-end pairs, end exclusive) comes before
-///    ` fingerprint=`. Meant to be read and logged; `fingerprint` guards dataset_size and
-///    seed but not epoch and positions.
+/// Version 3 (written for every state that carries its key) records every field and a
+/// checksum over all of them, so any single-bit change or hand edit of either form is refused:
+///  - text, one line, keys in this order, single spaces, canonical decimals, lowercase hex:
+///    `distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop
+///    engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 ahead=700-764,900-964
+///    checksum=0x0123456789abcdef` (` ahead=...` only with ahead ranges: begin-end pairs, end
+///    exclusive; names keep letters, digits and . _ + -, every other byte is %HH with
+///    uppercase hex; one trailing '\n' is accepted). `checksum` is the byte form's.
 ///  - bytes, little-endian: "DSST", u32 version, u64 dataset_size, seed, epoch, consumed,
-///    fingerprint; version 2 then has u64 count and count pairs of u64 begin, end; last a
-///    u64 checksum of every byte before it (FNV-1a 64, finalised by splitmix64's mixer).
-///    Version 1 is 56 bytes, version 2 is 64 + 16 * count. Any single corrupted byte is
-///    detected.
+///    layout, u32 engine_version, u32 sampler name length, u32 engine name length, u8
+///    shuffle (0 or 1), u8 tail (0 pad, 1 drop, 2 uneven), u16 0, u64 ahead count, the
+///    sampler name, the engine name, count pairs of u64 begin, end; last a u64 checksum of
+///    every byte before it (FNV-1a 64, finalised by splitmix64's mixer). 80 bytes plus the
+///    names plus 16 per range. Names are 1 to 1024 bytes.
 ///
-/// Writers produce version 1 when `ahead` is empty (byte-identical to earlier releases, so
-/// older readers still load such states) and version 2 otherwise. Loading throws
-/// state_error (never reads out of bounds, never aborts) for truncated, malformed or
-/// corrupted input, an unknown version, consumed > dataset_size, or non-canonical ahead
-/// ranges. Deterministic and platform independent.
+/// Versions 1 and 2, written by earlier releases, record only a fingerprint of the key
+/// (StateKey::legacy_fingerprint) and are still read, validated and, when read as such (no
+/// key set), written back in their own version:
+///  - text: `distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640
+///    fingerprint=0x0123456789abcdef`; version 2 adds ` ahead=...` before ` fingerprint=`.
+///    No checksum: only the fingerprint guards dataset_size and seed.
+///  - bytes: "DSST", u32 version, u64 dataset_size, seed, epoch, consumed, fingerprint;
+///    version 2 then has u64 count and count pairs; last the checksum as above. Version 1
+///    is 56 bytes, version 2 is 64 + 16 * count.
+///
+/// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
+/// malformed or corrupted input, an unknown version, consumed > dataset_size, or
+/// non-canonical ahead ranges. Deterministic and platform independent.
 struct SamplerState {
-  /// The newest format version this library reads and writes (see above for when 1 is written).
-  static constexpr std::uint32_t current_version = 2;
-  /// Length of the version-1 byte form (a state without ahead ranges).
-  static constexpr std::size_t byte_size = 56;
+  /// The newest format version this library reads and writes.
+  static constexpr std::uint32_t current_version = 3;
+  /// Length of the version-1 byte form.
+  static constexpr std::size_t byte_size = detail::legacy_state_bytes;
+  /// Longest sampler or engine name a version-3 state records.
+  static constexpr std::size_t max_name_size = 1024;
 
   /// The format version this state was read as (1 when made in memory). Informational:
-  /// writers choose the version from `ahead` (see written_version()), and equality ignores it.
+  /// writers choose the version (see written_version()), and equality ignores it.
   std::uint32_t version = 1;
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
-  std::uint64_t consumed = 0;     ///< positions [0, consumed) of the epoch's global order are done
-  std::uint64_t fingerprint = 0;  ///< StateKey::fingerprint() of the sampler that saved it
+  std::uint64_t consumed = 0;        ///< positions [0, consumed) of the epoch's global order are done
+  std::uint64_t fingerprint = 0;     ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
   std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
+  // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
+  std::string sampler;
+  bool shuffle = true;
+  Tail tail = Tail::pad;
+  std::string engine;                ///< StateKey::order_engine()
+  std::uint32_t engine_version = 0;  ///< StateKey::order_engine_version()
+  std::uint64_t layout = 0;
+
+  /// Records `key` (dataset_size, seed, the key's fields and its fingerprint). Throws
+  /// config_error when a name is empty or longer than max_name_size (nothing is changed then).
+  void set_key(const StateKey& key);
+  /// True when the state carries its key: set_key() was called, or it was read as version 3.
+  [[nodiscard]] bool has_key() const noexcept { return !sampler.empty(); }
 
   /// Positions consumed in all: consumed plus the sizes of the ahead ranges. O(ranges).
   [[nodiscard]] std::uint64_t consumed_total() const noexcept {
@@ -104,15 +151,15 @@ struct SamplerState {
     return total;
   }
 
-  /// The version the writers produce for this state: 1 without ahead ranges, else 2.
-  [[nodiscard]] std::uint32_t written_version() const noexcept { return ahead.empty() ? 1u : 2u; }
+  /// The version the writers produce: 3 with a key, else 1 without ahead ranges, else 2.
+  [[nodiscard]] std::uint32_t written_version() const noexcept { return has_key() ? 3u : ahead.empty() ? 1u : 2u; }
 
-  /// The one-line text form (no trailing newline). O(ranges).
+  /// The one-line text form (no trailing newline). O(ranges + names).
   [[nodiscard]] std::string to_text() const;
   /// Parses the text form. Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_text(std::string_view text);
 
-  /// The byte form: 56 bytes, or 64 + 16 per ahead range. O(ranges).
+  /// The byte form (see above). O(ranges + names).
   [[nodiscard]] std::vector<std::uint8_t> to_bytes() const;
   /// Parses the byte form from `size` bytes at `data` (nullptr is fine when size is 0).
   /// Throws state_error naming the first problem found.
@@ -121,144 +168,40 @@ struct SamplerState {
     return from_bytes(bytes.data(), bytes.size());
   }
 
-  /// Throws state_error, prefixed by `who`, unless this state belongs to a sampler with
-  /// key `expected`: dataset_size, seed, and then the fingerprint must match, consumed <=
-  /// dataset_size, and the ahead ranges are canonical (and empty unless the sampler family
-  /// is "shard"). When the fingerprint differs in exactly one of shuffle, tail, engine or
-  /// sampler family, the message names that field and both values.
+  /// Throws state_error, prefixed by `who`, unless this state belongs to a sampler with key
+  /// `expected`. A state with its key: every field must match, and the message names each
+  /// one that differs with both values ("seed differs (state 43, sampler 42)"; the layout by
+  /// expected.layout_name). A version 1 or 2 state: dataset_size and seed, then the legacy
+  /// fingerprint (naming shuffle or tail when changing that one field explains it), and the
+  /// engine version must be 1 (what wrote those states). Then consumed <= dataset_size,
+  /// canonical ahead ranges, and none unless expected.accepts_ahead. O(ranges + names).
   void validate(const StateKey& expected, std::string_view who = "SamplerState") const;
 
   /// Equal when they describe the same positions of the same run: every field but `version`.
   friend bool operator==(const SamplerState& a, const SamplerState& b) noexcept {
-    return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch &&
-           a.consumed == b.consumed && a.fingerprint == b.fingerprint && a.ahead == b.ahead;
+    return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch && a.consumed == b.consumed &&
+           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.sampler == b.sampler && a.shuffle == b.shuffle &&
+           a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version && a.layout == b.layout;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
+
+ private:
+  [[nodiscard]] StateKey key_view() const noexcept {
+    StateKey k;
+    k.sampler = sampler;
+    k.dataset_size = dataset_size;
+    k.seed = seed;
+    k.shuffle = shuffle;
+    k.tail = tail;
+    k.engine = engine;
+    k.engine_version = engine_version;
+    k.layout = layout;
+    return k;
+  }
+  void validate_legacy(const StateKey& expected, const std::string& prefix) const;
 };
 
 namespace detail {
-
-/// FNV-1a 64 over bytes, continuing from `h`.
-[[nodiscard]] constexpr std::uint64_t fnv1a64(const std::uint8_t* data, std::size_t size,
-                                              std::uint64_t h = 0xcbf29ce484222325u) noexcept {
-  for (std::size_t i = 0; i < size; ++i) {
-    h ^= data[i];
-    h *= 0x100000001b3u;
-  }
-  return h;
-}
-
-inline void put_u64_le(std::uint8_t* out, std::uint64_t v) noexcept {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-[[nodiscard]] inline std::uint64_t get_u64_le(const std::uint8_t* in) noexcept {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | in[i];
-  return v;
-}
-
-[[nodiscard]] inline std::uint64_t hash_field(std::uint64_t h, std::string_view text) noexcept {
-  // Length first, so adjacent fields cannot trade characters.
-  std::uint8_t len[8];
-  put_u64_le(len, text.size());
-  h = fnv1a64(len, 8, h);
-  for (const char c : text) {
-    const auto byte = static_cast<std::uint8_t>(c);
-    h = fnv1a64(&byte, 1, h);
-  }
-  return h;
-}
-
-[[nodiscard]] inline std::uint64_t hash_field(std::uint64_t h, std::uint64_t value) noexcept {
-  std::uint8_t bytes[8];
-  put_u64_le(bytes, value);
-  return fnv1a64(bytes, 8, h);
-}
-
-[[nodiscard]] inline std::string hex64(std::uint64_t v) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out = "0x";
-  for (int shift = 60; shift >= 0; shift -= 4) out += digits[(v >> shift) & 0xf];
-  return out;
-}
-
-/// Checksum of the `size` bytes before a byte form's last 8 (size: the whole form's length).
-[[nodiscard]] inline std::uint64_t state_checksum(const std::uint8_t* data,
-                                                  std::size_t size = SamplerState::byte_size) noexcept {
-  return mix64(fnv1a64(data, size - 8));
-}
-
-/// A bounds-checked reader over the text form; every failure throws state_error.
-class StateTextReader {
- public:
-  explicit StateTextReader(std::string_view text) noexcept : text_(text) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw_state_error("SamplerState::from_text: " + what + " at offset " + std::to_string(at_));
-  }
-
-  void literal(std::string_view expected, const char* what) {
-    if (text_.substr(at_, expected.size()) != expected) {
-      fail(std::string("expected ") + what + " \"" + std::string(expected) + "\"");
-    }
-    at_ += expected.size();
-  }
-
-  std::uint64_t decimal(const char* key) {
-    const std::size_t begin = at_;
-    std::uint64_t value = 0;
-    while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') {
-      const auto digit = static_cast<std::uint64_t>(text_[at_] - '0');
-      if (value > (UINT64_MAX - digit) / 10) {
-        at_ = begin;
-        fail(std::string("value of ") + key + " overflows 64 bits");
-      }
-      value = value * 10 + digit;
-      ++at_;
-    }
-    if (at_ == begin) fail(std::string("expected a decimal value for ") + key);
-    return value;
-  }
-
-  std::uint64_t hex16(const char* key) {
-    literal("0x", "hex prefix");
-    std::uint64_t value = 0;
-    for (int i = 0; i < 16; ++i) {
-      if (at_ >= text_.size()) fail(std::string("expected 16 hex digits for ") + key + ", got " + std::to_string(i));
-      const char c = text_[at_];
-      std::uint64_t digit = 0;
-      if (c >= '0' && c <= '9') {
-        digit = static_cast<std::uint64_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        digit = static_cast<std::uint64_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        digit = static_cast<std::uint64_t>(c - 'A' + 10);
-      } else {
-        fail(std::string("expected 16 hex digits for ") + key + ", got " + std::to_string(i));
-      }
-      value = (value << 4) | digit;
-      ++at_;
-    }
-    return value;
-  }
-
-  /// Consumes `text` when it comes next; says whether it did.
-  bool optional(std::string_view text) noexcept {
-    if (text_.substr(at_, text.size()) != text) return false;
-    at_ += text.size();
-    return true;
-  }
-
-  void end() {
-    if (at_ < text_.size() && text_[at_] == '\n' && at_ + 1 == text_.size()) ++at_;
-    if (at_ != text_.size()) fail("unexpected trailing text");
-  }
-
- private:
-  std::string_view text_;
-  std::size_t at_ = 0;
-};
 
 inline void check_consumed(const SamplerState& s, const char* who) {
   if (s.consumed > s.dataset_size) {
@@ -270,8 +213,8 @@ inline void check_consumed(const SamplerState& s, const char* who) {
   std::uint64_t floor = s.consumed;  // the next range must begin after this
   for (std::size_t i = 0; i < s.ahead.size(); ++i) {
     const PositionRange& r = s.ahead[i];
-    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" +
-                              std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
+    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" + std::to_string(r.begin) +
+                              ", " + std::to_string(r.end) + ")";
     if (r.begin >= r.end) throw_state_error(where + " is empty or reversed (expected begin < end)");
     if (r.end > s.dataset_size) {
       throw_state_error(where + " ends past dataset_size " + std::to_string(s.dataset_size) +
@@ -285,218 +228,142 @@ inline void check_consumed(const SamplerState& s, const char* who) {
   }
 }
 
-// Enough bytes for the byte form of `count` ahead ranges, or 0 when that overflows.
-[[nodiscard]] constexpr std::size_t state_bytes_for(std::uint64_t count) noexcept {
-  return count > (SIZE_MAX - 64) / 16 ? 0 : static_cast<std::size_t>(64 + 16 * count);
-}
+[[nodiscard]] inline std::string bool_name(bool b) { return b ? "true" : "false"; }
 
 }  // namespace detail
 
 inline std::uint64_t StateKey::fingerprint() const noexcept {
+  std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, "distsampler-state-key-v3");
+  h = detail::hash_field(h, sampler);
+  h = detail::hash_field(h, dataset_size);
+  h = detail::hash_field(h, seed);
+  h = detail::hash_field(h, shuffle ? std::uint64_t{1} : std::uint64_t{0});
+  h = detail::hash_field(h, static_cast<std::uint64_t>(tail));
+  h = detail::hash_field(h, order_engine());
+  h = detail::hash_field(h, order_engine_version());
+  h = detail::hash_field(h, layout);
+  return detail::mix64(h);
+}
+
+inline std::uint64_t StateKey::legacy_fingerprint() const noexcept {
   std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, "distsampler-state-key");
   h = detail::hash_field(h, sampler);
   h = detail::hash_field(h, dataset_size);
   h = detail::hash_field(h, seed);
   h = detail::hash_field(h, shuffle ? std::uint64_t{1} : std::uint64_t{0});
   h = detail::hash_field(h, static_cast<std::uint64_t>(tail));
-  h = detail::hash_field(h, shuffle ? engine : std::string_view("identity"));
+  h = detail::hash_field(h, order_engine());
   return detail::mix64(h);
 }
 
 inline std::string StateKey::describe() const {
   return "sampler=" + std::string(sampler) + " dataset_size=" + std::to_string(dataset_size) +
-         " seed=" + std::to_string(seed) + " shuffle=" + (shuffle ? "true" : "false") +
-         " tail=" + std::string(to_string(tail)) + " engine=" + (shuffle ? std::string(engine) : "identity");
+         " seed=" + std::to_string(seed) + " shuffle=" + detail::bool_name(shuffle) +
+         " tail=" + std::string(to_string(tail)) + " engine=" + std::string(order_engine()) + "/" +
+         std::to_string(order_engine_version()) + " layout=" + detail::hex64(layout);
 }
 
-inline std::string SamplerState::to_text() const {
-  std::string out = "distsampler-state v" + std::to_string(written_version()) +
-                    " dataset_size=" + std::to_string(dataset_size) + " seed=" + std::to_string(seed) +
-                    " epoch=" + std::to_string(epoch) + " consumed=" + std::to_string(consumed);
-  if (!ahead.empty()) {
-    out += " ahead=";
-    for (std::size_t i = 0; i < ahead.size(); ++i) {
-      if (i != 0) out += ',';
-      out += std::to_string(ahead[i].begin) + "-" + std::to_string(ahead[i].end);
-    }
+inline void SamplerState::set_key(const StateKey& key) {
+  const std::string_view e = key.order_engine();
+  if (key.sampler.empty() || key.sampler.size() > max_name_size || e.empty() || e.size() > max_name_size) {
+    detail::throw_config_error("SamplerState::set_key: sampler \"" + std::string(key.sampler) + "\" and engine \"" +
+                               std::string(e) + "\" must each be 1.." + std::to_string(max_name_size) + " bytes");
   }
-  return out + " fingerprint=" + detail::hex64(fingerprint);
-}
-
-inline SamplerState SamplerState::from_text(std::string_view text) {
-  detail::StateTextReader in(text);
-  SamplerState s;
-  in.literal("distsampler-state", "magic");
-  in.literal(" v", "version prefix");
-  const std::uint64_t version = in.decimal("version");
-  if (version != 1 && version != 2) {
-    detail::throw_state_error("SamplerState::from_text: unsupported version " + std::to_string(version) +
-                              " (expected 1 or 2)");
-  }
-  s.version = static_cast<std::uint32_t>(version);
-  in.literal(" dataset_size=", "key");
-  s.dataset_size = in.decimal("dataset_size");
-  in.literal(" seed=", "key");
-  s.seed = in.decimal("seed");
-  in.literal(" epoch=", "key");
-  s.epoch = in.decimal("epoch");
-  in.literal(" consumed=", "key");
-  s.consumed = in.decimal("consumed");
-  if (version == 2) {
-    in.literal(" ahead=", "key");
-    do {
-      PositionRange r;
-      r.begin = in.decimal("ahead begin");
-      in.literal("-", "range separator");
-      r.end = in.decimal("ahead end");
-      s.ahead.push_back(r);
-    } while (in.optional(","));
-  }
-  in.literal(" fingerprint=", "key");
-  s.fingerprint = in.hex16("fingerprint");
-  in.end();
-  detail::check_consumed(s, "SamplerState::from_text");
-  return s;
-}
-
-inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
-  const std::size_t size = ahead.empty() ? byte_size : detail::state_bytes_for(ahead.size());
-  std::vector<std::uint8_t> out(size, 0);
-  out[0] = 'D';
-  out[1] = 'S';
-  out[2] = 'S';
-  out[3] = 'T';
-  const std::uint32_t v = written_version();
-  for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(4 + i)] = static_cast<std::uint8_t>(v >> (8 * i));
-  detail::put_u64_le(out.data() + 8, dataset_size);
-  detail::put_u64_le(out.data() + 16, seed);
-  detail::put_u64_le(out.data() + 24, epoch);
-  detail::put_u64_le(out.data() + 32, consumed);
-  detail::put_u64_le(out.data() + 40, fingerprint);
-  if (!ahead.empty()) {
-    detail::put_u64_le(out.data() + 48, ahead.size());
-    for (std::size_t i = 0; i < ahead.size(); ++i) {
-      detail::put_u64_le(out.data() + 56 + 16 * i, ahead[i].begin);
-      detail::put_u64_le(out.data() + 64 + 16 * i, ahead[i].end);
-    }
-  }
-  detail::put_u64_le(out.data() + size - 8, detail::state_checksum(out.data(), size));
-  return out;
-}
-
-inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size_t size) {
-  const std::string who = "SamplerState::from_bytes: ";
-  auto truncated = [&](std::size_t needed) {
-    detail::throw_state_error(who + "truncated input of " + std::to_string(size) + " bytes (expected at least " +
-                              std::to_string(needed) + ")");
-  };
-  if (size < 4) truncated(4);
-  if (data[0] != 'D' || data[1] != 'S' || data[2] != 'S' || data[3] != 'T') {
-    detail::throw_state_error(who + "bad magic (expected \"DSST\"; not a distsampler state)");
-  }
-  if (size < 8) truncated(8);
-  std::uint32_t version = 0;
-  for (int i = 3; i >= 0; --i) version = (version << 8) | data[4 + i];
-  if (version != 1 && version != 2) {
-    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1 or 2)");
-  }
-  std::size_t expected = byte_size;
-  std::uint64_t count = 0;
-  if (version == 2) {
-    if (size < 56) truncated(56);
-    count = detail::get_u64_le(data + 48);
-    if (count == 0) detail::throw_state_error(who + "version 2 with 0 ahead ranges (expected at least 1)");
-    expected = detail::state_bytes_for(count);
-    if (expected == 0) {
-      detail::throw_state_error(who + "ahead range count " + std::to_string(count) +
-                                " is too large for any input (expected a count that fits in memory)");
-    }
-  }
-  if (size < expected) truncated(expected);
-  if (size > expected) {
-    detail::throw_state_error(who + std::to_string(size - expected) + " trailing bytes (expected exactly " +
-                              std::to_string(expected) + ")");
-  }
-  const std::uint64_t stored = detail::get_u64_le(data + size - 8);
-  const std::uint64_t computed = detail::state_checksum(data, size);
-  if (stored != computed) {
-    detail::throw_state_error(who + "checksum mismatch (stored " + detail::hex64(stored) + ", computed " +
-                              detail::hex64(computed) + "; the state is corrupted)");
-  }
-  SamplerState s;
-  s.version = version;
-  s.dataset_size = detail::get_u64_le(data + 8);
-  s.seed = detail::get_u64_le(data + 16);
-  s.epoch = detail::get_u64_le(data + 24);
-  s.consumed = detail::get_u64_le(data + 32);
-  s.fingerprint = detail::get_u64_le(data + 40);
-  s.ahead.resize(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < s.ahead.size(); ++i) {
-    s.ahead[i].begin = detail::get_u64_le(data + 56 + 16 * i);
-    s.ahead[i].end = detail::get_u64_le(data + 64 + 16 * i);
-  }
-  detail::check_consumed(s, "SamplerState::from_bytes");
-  return s;
+  std::string new_sampler(key.sampler), new_engine(e);
+  sampler.swap(new_sampler);
+  engine.swap(new_engine);
+  dataset_size = key.dataset_size;
+  seed = key.seed;
+  shuffle = key.shuffle;
+  tail = key.tail;
+  engine_version = key.order_engine_version();
+  layout = key.layout;
+  fingerprint = key.fingerprint();
 }
 
 inline void SamplerState::validate(const StateKey& expected, std::string_view who) const {
   const std::string prefix(who);
-  const std::uint64_t want = expected.fingerprint();
-  const std::string prints = "state fingerprint " + detail::hex64(fingerprint) + ", expected " + detail::hex64(want);
-  if (version != 1 && version != 2) {
-    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1 or 2)");
+  if (version < 1 || version > 3) {
+    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1, 2 or 3)");
   }
-  if (dataset_size != expected.dataset_size) {
-    detail::throw_state_error(prefix + ": dataset_size differs (state has " + std::to_string(dataset_size) +
-                              ", this sampler has " + std::to_string(expected.dataset_size) + "; " + prints + ")");
-  }
-  if (seed != expected.seed) {
-    detail::throw_state_error(prefix + ": seed differs (state has " + std::to_string(seed) + ", this sampler has " +
-                              std::to_string(expected.seed) + "; " + prints + ")");
+  if (!has_key()) {
+    validate_legacy(expected, prefix);
+  } else {
+    std::string diffs;
+    auto differs = [&](const std::string& what, const std::string& saved, const std::string& mine) {
+      diffs += (diffs.empty() ? "" : "; ") + what + " (state " + saved + ", sampler " + mine + ")";
+    };
+    if (sampler != expected.sampler) differs("sampler family differs", sampler, std::string(expected.sampler));
+    if (dataset_size != expected.dataset_size) {
+      differs("dataset_size differs", std::to_string(dataset_size), std::to_string(expected.dataset_size));
+    }
+    if (seed != expected.seed) differs("seed differs", std::to_string(seed), std::to_string(expected.seed));
+    if (shuffle != expected.shuffle) {
+      differs("shuffle differs", detail::bool_name(shuffle), detail::bool_name(expected.shuffle));
+    }
+    if (tail != expected.tail) {
+      differs("tail differs", std::string(to_string(tail)), std::string(to_string(expected.tail)));
+    }
+    if (layout != expected.layout) {
+      differs(
+          expected.layout_name.empty() ? std::string("layout differs") : std::string(expected.layout_name) + " differ",
+          "layout " + detail::hex64(layout), "layout " + detail::hex64(expected.layout));
+    }
+    if (engine != expected.order_engine() || engine_version != expected.order_engine_version()) {
+      differs("engine differs", engine + "/" + std::to_string(engine_version),
+              std::string(expected.order_engine()) + "/" + std::to_string(expected.order_engine_version()));
+    }
+    if (!diffs.empty()) detail::throw_state_error(prefix + ": " + diffs);
   }
   detail::check_consumed(*this, prefix.c_str());
-  if (fingerprint == want) {
-    if (!ahead.empty() && expected.sampler != "shard") {
-      detail::throw_state_error(prefix + ": the state has " + std::to_string(ahead.size()) +
-                                " ahead ranges (expected none: only StreamingShardSampler resumes them)");
-    }
-    return;
+  if (!ahead.empty() && !expected.accepts_ahead) {
+    detail::throw_state_error(prefix + ": the state has " + std::to_string(ahead.size()) +
+                              " ahead ranges (expected none: this sampler resumes only a consumed prefix)");
   }
-  // Find the single option that explains the difference, so the message can name it.
-  auto differs = [&](const char* field, const std::string& saved, const std::string& mine) {
-    detail::throw_state_error(prefix + ": " + field + " differs (state was saved with " + field + "=" + saved +
-                              ", this sampler has " + field + "=" + mine + "; " + prints + ")");
+}
+
+inline void SamplerState::validate_legacy(const StateKey& expected, const std::string& prefix) const {
+  const std::uint64_t want = expected.legacy_fingerprint();
+  const std::string prints = "state fingerprint " + detail::hex64(fingerprint) + ", expected " + detail::hex64(want);
+  auto fail = [&](const std::string& what) {
+    detail::throw_state_error(prefix + ": " + what + " (version " + std::to_string(version) + " state; " + prints +
+                              ")");
   };
-  StateKey alt = expected;
-  alt.shuffle = !expected.shuffle;
-  if (alt.fingerprint() == fingerprint) {
-    differs("shuffle", alt.shuffle ? "true" : "false", expected.shuffle ? "true" : "false");
+  if (dataset_size != expected.dataset_size) {
+    fail("dataset_size differs (state " + std::to_string(dataset_size) + ", sampler " +
+         std::to_string(expected.dataset_size) + ")");
   }
-  for (const Tail t : {Tail::pad, Tail::drop, Tail::uneven}) {
-    alt = expected;
-    alt.tail = t;
-    if (t != expected.tail && alt.fingerprint() == fingerprint) {
-      differs("tail", std::string(to_string(t)), std::string(to_string(expected.tail)));
+  if (seed != expected.seed) {
+    fail("seed differs (state " + std::to_string(seed) + ", sampler " + std::to_string(expected.seed) + ")");
+  }
+  if (fingerprint != want) {
+    // The fingerprint hides the fields; name shuffle or tail when flipping that one explains it.
+    StateKey alt = expected;
+    alt.shuffle = !expected.shuffle;
+    if (alt.legacy_fingerprint() == fingerprint) {
+      fail("shuffle differs (state " + detail::bool_name(alt.shuffle) + ", sampler " +
+           detail::bool_name(expected.shuffle) + ")");
     }
-  }
-  for (const std::string_view e : {"feistel", "torch-v1", "torch-v2.7", "identity"}) {
-    alt = expected;
-    alt.engine = e;
-    if (e != expected.engine && alt.fingerprint() == fingerprint) {
-      differs("engine", std::string(e), std::string(expected.engine));
+    for (const Tail t : {Tail::pad, Tail::drop, Tail::uneven}) {
+      alt = expected;
+      alt.tail = t;
+      if (t != expected.tail && alt.legacy_fingerprint() == fingerprint) {
+        fail("tail differs (state " + std::string(to_string(t)) + ", sampler " + std::string(to_string(expected.tail)) +
+             ")");
+      }
     }
+    fail("fingerprint differs: saved by another sampler family, engine or options than " + expected.describe() +
+         ", or corrupted");
   }
-  for (const std::string_view k : {"distributed", "batch", "shard"}) {
-    alt = expected;
-    alt.sampler = k;
-    if (k != expected.sampler && alt.fingerprint() == fingerprint) {
-      differs("sampler", std::string(k), std::string(expected.sampler));
-    }
+  if (expected.order_engine_version() != 1) {
+    fail("engine differs (state " + std::string(expected.order_engine()) + "/1, sampler " +
+         std::string(expected.order_engine()) + "/" + std::to_string(expected.order_engine_version()) +
+         "; version 1 and 2 states were written by version 1 of their engine, whose order this one does not keep)");
   }
-  detail::throw_state_error(prefix + ": fingerprint differs (" + prints + " for " + expected.describe() +
-                            "; saved with other options, or corrupted)");
 }
 
 DISTSAMPLER_NAMESPACE_END
+
+#include "detail/state_io.hpp"  // the text and byte forms
 
 #endif  // DISTSAMPLER_STATE_HPP

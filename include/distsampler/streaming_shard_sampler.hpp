@@ -742,7 +742,7 @@ class StreamingShardSampler {
     s.dataset_size = n_;
     s.seed = options_.seed;
     s.epoch = epoch_;
-    s.fingerprint = state_key(engine_name()).fingerprint();
+    s.set_key(state_key(engine_name()));
     std::size_t first = 0;
     if (!all.empty() && all.front().begin == 0) {
       s.consumed = all.front().end;
@@ -755,7 +755,8 @@ class StreamingShardSampler {
   [[nodiscard]] StateKey state_key(const std::string& engine) const noexcept {
     // shuffle is folded into `engine` and the key always says true, so the shard layout
     // is fingerprinted even for unshuffled streams (StateKey drops engine otherwise).
-    return StateKey{"shard", n_, options_.seed, true, options_.tail, engine};
+    // Version 2 is the "shard-v2" order the name spells; the layout is the shard-size catalog.
+    return StateKey{"shard", n_, options_.seed, true, options_.tail, engine, 2, layout_hash_, "shard sizes", true};
   }
 
   // The Q position where run `run` (row-major over lanes) starts.

@@ -86,9 +86,7 @@ class PartitionChecker {
   /// Throws config_error when rank >= world_size.
   void add(std::uint64_t rank, std::uint64_t index, bool is_padding = false) {
     if (rank >= report_.world_size) {
-      detail::throw_config_error("PartitionChecker: rank " + std::to_string(rank) +
-                                 " is out of range for world_size " + std::to_string(report_.world_size) +
-                                 " (expected 0.." + std::to_string(report_.world_size - 1) + ")");
+      detail::throw_out_of_range("PartitionChecker", "rank", rank, "world_size", report_.world_size);
     }
     const auto r = static_cast<std::size_t>(rank);
     ++report_.counts[r];

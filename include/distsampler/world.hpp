@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "detail/decimal.hpp"
 #include "error.hpp"
 #include "version.hpp"
 
@@ -128,17 +129,9 @@ inline std::uint64_t parse_env_u64(const char* name, const char* value) {
   auto fail = [&](const char* what) {
     throw_config_error(std::string("World::from_env: ") + name + "=\"" + std::string(text) + "\" " + what);
   };
-  if (text.empty()) fail("is empty (expected a decimal integer)");
-  std::uint64_t result = 0;
-  for (const char c : text) {
-    if (c == '-' || c == '+') fail("has a sign (expected an unsigned decimal integer)");
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') fail("contains white space (expected only digits 0-9)");
-    if (c < '0' || c > '9') fail("is not a decimal integer (expected only digits 0-9)");
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (result > (UINT64_MAX - digit) / 10) fail("overflows 64 bits (expected at most 18446744073709551615)");
-    result = result * 10 + digit;
-  }
-  return result;
+  const DecimalParse parsed = parse_decimal(text);
+  if (parsed.error != DecimalError::ok) fail(describe(parsed.error));
+  return parsed.value;
 }
 
 inline std::string world_to_string(const World& w) {
@@ -151,14 +144,11 @@ inline void World::validate(std::string_view who) const {
   const std::string prefix(who);
   if (world_size == 0) detail::throw_config_error(prefix + ": world_size is 0 (expected at least 1)");
   if (rank >= world_size) {
-    detail::throw_config_error(prefix + ": rank " + std::to_string(rank) + " is out of range for world_size " +
-                               std::to_string(world_size) + " (expected 0.." + std::to_string(world_size - 1) + ")");
+    detail::throw_out_of_range(prefix, "rank", rank, "world_size", world_size);
   }
   if (local_world_size == 0) detail::throw_config_error(prefix + ": local_world_size is 0 (expected at least 1)");
   if (local_rank >= local_world_size) {
-    detail::throw_config_error(prefix + ": local_rank " + std::to_string(local_rank) +
-                               " is out of range for local_world_size " + std::to_string(local_world_size) +
-                               " (expected 0.." + std::to_string(local_world_size - 1) + ")");
+    detail::throw_out_of_range(prefix, "local_rank", local_rank, "local_world_size", local_world_size);
   }
   if (local_world_size > world_size) {
     detail::throw_config_error(prefix + ": local_world_size " + std::to_string(local_world_size) +

@@ -6,7 +6,8 @@
 
 int main() {
   const auto report = distsampler::check_samplers(1000, 3, distsampler::Tail::uneven, [](distsampler::World w) {
-    return distsampler::DistributedSampler<>(1000, w, {true, 7, distsampler::Tail::uneven});
+    return distsampler::DistributedSampler<>(
+        1000, w, distsampler::SamplerOptions().with_seed(7).with_tail(distsampler::Tail::uneven));
   });
   if (!report.ok()) {
     std::printf("consumer FAILED: %s\n", report.summary().c_str());

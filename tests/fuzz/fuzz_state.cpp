@@ -1,5 +1,6 @@
 // distsampler fuzz target: feeds arbitrary bytes to both SamplerState parsers; only state_error may escape them.
 // SPDX-License-Identifier: MIT
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,12 +21,20 @@ void check_round_trip(const distsampler::SamplerState& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    check_round_trip(distsampler::SamplerState::from_bytes(data, size));
+    const distsampler::SamplerState s = distsampler::SamplerState::from_bytes(data, size);
+    check_round_trip(s);
+    // Every byte is checked, so accepted bytes are exactly what the writer produces.
+    const auto bytes = s.to_bytes();
+    if (bytes.size() != size || !std::equal(bytes.begin(), bytes.end(), data)) std::abort();
   } catch (const distsampler::state_error&) {
   }
   try {
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
-    check_round_trip(distsampler::SamplerState::from_text(text));
+    std::string_view text(reinterpret_cast<const char*>(data), size);
+    const distsampler::SamplerState s = distsampler::SamplerState::from_text(text);
+    check_round_trip(s);
+    // Version 3 has one spelling: accepted text is exactly what the writer produces.
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (s.version == 3 && s.to_text() != text) std::abort();
   } catch (const distsampler::state_error&) {
   }
   return 0;

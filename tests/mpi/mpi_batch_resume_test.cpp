@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const std::uint64_t n = argc > 2 ? std::stoull(argv[2]) : 0;
   int status = 0;
-  ds::DistributedBatchSampler<> batches(n, micro, world, accumulation, {true, 5, ds::Tail::drop});
+  const auto options =
+      ds::BatchSamplerOptions().with_micro_batch_size(micro).with_accumulation_steps(accumulation).with_seed(5);
+  ds::DistributedBatchSampler<> batches(n, world, options);
   batches.set_epoch(3);
   std::vector<std::uint64_t> mine;
   if (mode == "stop" && argc == 5) {

@@ -52,7 +52,8 @@ template <class Permutation>
 void check_engine(const char* engine, bool shuffle, const ds::World& world) {
   for (std::uint64_t n : {0u, 1u, 7u, 1000u, 4099u}) {
     for (ds::Tail tail : {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven}) {
-      ds::DistributedSampler<Permutation> s(n, world, {shuffle, 17, tail});
+      ds::DistributedSampler<Permutation> s(n, world,
+                                            ds::SamplerOptions().with_shuffle(shuffle).with_seed(17).with_tail(tail));
       s.set_epoch(n % 3);
       ds::mpi::check_consistent(s);
       const auto report = gather_and_check(s, world.world_size);
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
   const std::uint64_t n = 1000;
   // Broken: every rank seeds its own shuffle (42 + rank).
   {
-    ds::DistributedSampler<> s(n, world, {true, 42 + world.rank, ds::Tail::pad});
+    ds::DistributedSampler<> s(n, world, ds::SamplerOptions().with_seed(42 + world.rank));
     const auto guard = ds::mpi::guard_epoch(s);
     if (w > 1) {
       expect(!guard.ok, "guard catches per-rank seeds: " + guard.message);
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   // Broken: LOCAL_RANK used as rank (two nodes of w/2 ranks each, simulated).
   if (w >= 2) {
     const std::uint64_t half = (w + 1) / 2;
-    ds::DistributedSampler<> s(n, ds::World(world.rank % half, w), {true, 42, ds::Tail::pad});
+    ds::DistributedSampler<> s(n, ds::World(world.rank % half, w), ds::SamplerOptions().with_seed(42));
     const auto guard = ds::mpi::guard_epoch(s);
     expect(!guard.ok && guard.message.rfind("overlap", 0) == 0, "guard catches LOCAL_RANK as rank: " + guard.message);
     const std::string e = error_of([&] { ds::mpi::check_consistent(s); });
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
   }
   // Broken: a missing rank (the job believes in one more process than was launched).
   {
-    ds::DistributedSampler<> s(n, ds::World(world.rank, w + 1), {true, 42, ds::Tail::uneven});
+    ds::DistributedSampler<> s(n, ds::World(world.rank, w + 1),
+                               ds::SamplerOptions().with_seed(42).with_tail(ds::Tail::uneven));
     const auto guard = ds::mpi::guard_epoch(s);
     expect(!guard.ok && guard.message.rfind("missing:", 0) == 0, "guard catches a missing rank: " + guard.message);
   }

@@ -1,0 +1,352 @@
+// The `distsampler` commands: validate every flag and bound every cost, then print indices, plans, batches or states.
+// SPDX-License-Identifier: MIT
+#include <distsampler/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "cli.hpp"
+#include "samplers.hpp"
+
+namespace cli {
+namespace {
+
+namespace ds = distsampler;
+
+// Buffered standard output that fails loudly (a full disk, a closed pipe) instead of dropping lines; what is
+// not flushed when a command fails is dropped.
+class Output {
+ public:
+  std::string& buffer() { return buffer_; }
+  void end_line() {
+    buffer_ += '\n';
+    if (buffer_.size() >= (1u << 16)) flush();
+  }
+  void flush() {
+    if (std::fwrite(buffer_.data(), 1, buffer_.size(), stdout) != buffer_.size()) {
+      throw UsageError(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+    }
+    buffer_.clear();
+  }
+
+ private:
+  std::string buffer_;
+};
+
+[[noreturn]] void too_large(std::string_view what, std::string_view command, std::uint64_t limit, std::string_view why,
+                            std::string_view hint = {}) {
+  throw UsageError(fmt::format("{} is too large for {} (at most {}: {}){}", what, command, limit, why, hint));
+}
+
+std::uint64_t at_least_one(const Invocation& in, std::string_view flag) {
+  const std::uint64_t v = in.required_number(flag);
+  if (v == 0) throw UsageError(fmt::format("{} 0 is too small (expected at least 1)", flag));
+  return v;
+}
+
+std::optional<std::uint64_t> rank_flag(const Invocation& in, std::uint64_t world_size) {
+  const auto rank = in.number("--rank");
+  if (rank && *rank >= world_size) {
+    std::string message = ds::detail::out_of_range_message("", "--rank", *rank, "--world", world_size);
+    throw UsageError(message.substr(2));  // the library's phrasing without its "Who: "
+  }
+  return rank;
+}
+
+ds::Tail tail_flag(const Invocation& in, ds::Tail fallback) {
+  if (!in.has("--tail")) return fallback;
+  static const ds::Tail tails[] = {ds::Tail::pad, ds::Tail::drop, ds::Tail::uneven};
+  return tails[parse_choice("--tail", in.text("--tail"), {"pad", "drop", "uneven"})];
+}
+
+OrderFlags order_flags(const Invocation& in, ds::Tail default_tail) {
+  OrderFlags o;
+  o.size = in.required_number("--size");
+  o.world_size = at_least_one(in, "--world");
+  if (in.has("--seed")) o.seed = parse_seed("--seed", in.text("--seed"));
+  o.epoch = in.number("--epoch").value_or(0);
+  o.tail = tail_flag(in, default_tail);
+  if (in.has("--shuffle")) {
+    static const Engine engines[] = {Engine::feistel, Engine::torch, Engine::none};
+    o.engine = engines[parse_choice("--shuffle", in.text("--shuffle"), {"feistel", "torch", "none"})];
+  }
+  if (in.has("--torch-generation")) {
+    if (o.engine != Engine::torch) throw UsageError("--torch-generation applies only with --shuffle torch");
+    o.generation = parse_choice("--torch-generation", in.text("--torch-generation"), {"v1", "v2.7"}) == 0
+                       ? ds::TorchGeneration::v1
+                       : ds::TorchGeneration::v2_7;
+  }
+  if (o.engine == Engine::torch && o.size > limits::torch_size) {
+    too_large(fmt::format("--size {} with --shuffle torch", o.size), in.command->name, limits::torch_size,
+              "torch's permutation is kept whole, 4 bytes per index", "; --shuffle feistel needs O(1) memory");
+  }
+  return o;
+}
+
+// --shuffle torch over every rank builds torch's permutation once per rank.
+void check_torch_work(const Invocation& in, const OrderFlags& o, std::string_view hint) {
+  // o.size <= limits::torch_size here, so the sum cannot overflow.
+  if (o.engine == Engine::torch &&
+      saturating_mul(o.size + limits::torch_rank_cost, o.world_size) > limits::torch_work) {
+    too_large(fmt::format("(--size {} + {}) x --world {} with --shuffle torch", o.size, limits::torch_rank_cost,
+                          o.world_size),
+              in.command->name, limits::torch_work, "torch's permutation is built and seeded once per rank", hint);
+  }
+}
+
+BatchFlags batch_flags(const Invocation& in, std::uint64_t world_size) {
+  BatchFlags b;
+  b.micro_batch = at_least_one(in, "--micro-batch");
+  b.accum = at_least_one(in, "--accum");
+  if (b.micro_batch > UINT64_MAX / world_size || b.accum > UINT64_MAX / (b.micro_batch * world_size)) {
+    throw UsageError(
+        fmt::format("--micro-batch {} x --world {} x --accum {} overflows 64 bits (expected a global "
+                    "batch below 2^64)",
+                    b.micro_batch, world_size, b.accum));
+  }
+  return b;
+}
+
+std::optional<ds::SamplerState> resume_flag(const Invocation& in) {
+  if (!in.has("--resume")) return std::nullopt;
+  ds::SamplerState state = parse_state("--resume", in.text("--resume"));
+  const auto epoch = in.number("--epoch");
+  if (epoch && *epoch != state.epoch) {
+    throw UsageError(
+        fmt::format("--epoch {} differs from epoch {} recorded in --resume (omit --epoch: a resumed run "
+                    "continues the saved epoch)",
+                    *epoch, state.epoch));
+  }
+  return state;
+}
+
+int run_indices(const Invocation& in) {
+  const OrderFlags o = order_flags(in, ds::Tail::pad);
+  const std::uint64_t rank = *rank_flag(in, o.world_size);
+  const auto count = in.number("--count");
+  with_sampler(o, rank, o.seed, [&](const auto& s) {
+    if (!count && s.size() > limits::printed) {
+      throw UsageError(
+          fmt::format("--size {} gives rank {} {} indices, more than the {} printed without --count; "
+                      "pass --count K to print the first K",
+                      o.size, rank, s.size(), limits::printed));
+    }
+    const std::uint64_t n = count ? std::min(*count, s.size()) : s.size();
+    Output out;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      fmt::format_to(std::back_inserter(out.buffer()), "{}", s.get(i));
+      out.end_line();
+    }
+    out.flush();
+  });
+  return 0;
+}
+
+int run_check(const Invocation& in) {
+  const OrderFlags o = order_flags(in, ds::Tail::pad);
+  if (o.size > limits::checked_indices) {
+    too_large(fmt::format("--size {}", o.size), "check", limits::checked_indices,
+              "check reads every index of the epoch and keeps one byte per index",
+              "; `indices --count K` prints part of a larger epoch");
+  }
+  if (o.world_size > limits::ranks) {
+    too_large(fmt::format("--world {}", o.world_size), "check", limits::ranks, "check builds every rank's sampler");
+  }
+  check_torch_work(in, o, "");
+  const bool per_rank_seed = in.has("--per-rank-seed");
+  // Allocated before anything is printed: running out of memory leaves no partial table.
+  ds::PartitionChecker checker(o.size, o.world_size, o.tail);
+  fmt::print("dataset_size {}  world_size {}  shuffle {}  seed {}  epoch {}  tail {}{}\n", o.size, o.world_size,
+             in.has("--shuffle") ? in.text("--shuffle") : "feistel", o.seed, o.epoch, ds::to_string(o.tail),
+             per_rank_seed ? "  (per-rank seeds)" : "");
+  fmt::print("{:>6}  {:>10}  {:>7}  first indices\n", "rank", "count", "padding");
+  for (std::uint64_t r = 0; r < o.world_size; ++r) {
+    // With per-rank seeds every process believes it is rank r of W over its own shuffle.
+    with_sampler(o, r, per_rank_seed ? o.seed + r : o.seed, [&](const auto& s) {
+      std::uint64_t padding = 0;
+      std::string first;
+      for (std::uint64_t i = 0; i < s.size(); ++i) {
+        const bool pad = s.is_padding(i);
+        padding += pad ? 1 : 0;
+        checker.add(r, s.get(i), pad);
+        if (i < 8) fmt::format_to(std::back_inserter(first), "{}{}{}", i ? " " : "", s.get(i), pad ? "*" : "");
+      }
+      if (s.size() > 8) first += " ...";
+      if (r < 64 || r + 1 == o.world_size) fmt::print("{:>6}  {:>10}  {:>7}  {}\n", r, s.size(), padding, first);
+      if (r == 64 && o.world_size > 65) fmt::print("{:>6}\n", "...");
+    });
+  }
+  const auto report = checker.finish();
+  fmt::print("(* = padding)\n{}\n", report.summary());
+  return report.ok() ? 0 : 1;
+}
+
+ShardFlags shard_flags(const Invocation& in) {
+  ShardFlags f;
+  f.sizes = parse_shard_sizes("--shard-sizes", in.text("--shard-sizes"));
+  f.world_size = at_least_one(in, "--world");
+  f.workers = at_least_one(in, "--workers");
+  if (saturating_mul(f.world_size, f.workers) > limits::ranks) {
+    too_large(fmt::format("--world {} x --workers {}", f.world_size, f.workers), "shards", limits::ranks,
+              "shards builds every consumer's stream");
+  }
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < f.sizes.size(); ++s) {
+    if (f.sizes[s] > UINT64_MAX - total) {
+      throw UsageError(
+          fmt::format("--shard-sizes add up to more than 2^64-1 samples (at entry {}, size {})", s + 1, f.sizes[s]));
+    }
+    total += f.sizes[s];
+  }
+  if (total > limits::checked_indices) {
+    too_large(fmt::format("--shard-sizes's total of {} samples", total), "shards", limits::checked_indices,
+              "shards reads every sample of the epoch and keeps one byte per sample");
+  }
+  if (saturating_mul(f.world_size, f.sizes.size()) > limits::shard_work) {
+    too_large(fmt::format("--world {} x {} shards in --shard-sizes", f.world_size, f.sizes.size()), "shards",
+              limits::shard_work, "each rank's sampler lays out every shard");
+  }
+  if (in.has("--seed")) f.options.seed = parse_seed("--seed", in.text("--seed"));
+  f.epoch = in.number("--epoch").value_or(0);
+  f.options.tail = tail_flag(in, f.options.tail);
+  if (const auto m = in.number("--max-open-shards")) {
+    if (*m == 0 || *m > f.options.canonical_streams) {
+      throw UsageError(
+          fmt::format("--max-open-shards {} is out of range (expected 1..{})", *m, f.options.canonical_streams));
+    }
+    f.options.max_open_shards = *m;
+  }
+  if (in.has("--run-length")) f.options.run_length = at_least_one(in, "--run-length");
+  if (in.has("--window")) f.options.shuffle_window = at_least_one(in, "--window");
+  if (f.options.run_length > UINT64_MAX / f.options.max_open_shards) {
+    throw UsageError(
+        fmt::format("--max-open-shards {} x --run-length {} overflows 64 bits (expected a block below "
+                    "2^64 samples)",
+                    f.options.max_open_shards, f.options.run_length));
+  }
+  return f;
+}
+
+int run_shards(const Invocation& in) {
+  const ShardFlags f = shard_flags(in);
+  const auto only_rank = rank_flag(in, f.world_size);
+  const std::uint64_t shown_ranges = in.number("--ranges").value_or(8);
+  std::optional<ds::PartitionChecker> checker;
+  Output out;
+  for (std::uint64_t r = 0; r < f.world_size; ++r) {
+    const ds::StreamingShardSampler sampler = make_shard_sampler(f, r);
+    if (!checker) {
+      checker.emplace(sampler.dataset_size(), f.world_size * f.workers, f.options.tail);
+      fmt::format_to(std::back_inserter(out.buffer()),
+                     "{} shards, {} samples; world_size {} x {} workers; seed {} epoch {} tail {}; at most {} shards "
+                     "open per consumer",
+                     f.sizes.size(), sampler.dataset_size(), f.world_size, f.workers, f.options.seed, f.epoch,
+                     ds::to_string(f.options.tail), sampler.max_open_shards());
+      out.end_line();
+    }
+    for (std::uint64_t w = 0; w < f.workers; ++w) {
+      for (const auto& sample : sampler.stream(w)) checker->add(sampler.consumer(w), sample.index, sample.is_padding);
+      if (only_rank && *only_rank != r) continue;
+      const auto plan = sampler.read_plan(w);
+      auto& text = out.buffer();
+      fmt::format_to(std::back_inserter(text), "rank {} worker {}: {} samples:", r, w, sampler.worker_size(w));
+      for (std::size_t k = 0; k < plan.size() && k < shown_ranges; ++k) {
+        fmt::format_to(std::back_inserter(text), " {}[{},{})", plan[k].shard, plan[k].begin, plan[k].end);
+      }
+      if (plan.size() > shown_ranges) fmt::format_to(std::back_inserter(text), " ... ({} ranges)", plan.size());
+      out.end_line();
+    }
+  }
+  const auto report = checker->finish();
+  fmt::format_to(std::back_inserter(out.buffer()), "(ranges are shard[begin,end) of offsets)\n{}", report.summary());
+  out.end_line();
+  out.flush();
+  return report.ok() ? 0 : 1;
+}
+
+int run_batches(const Invocation& in) {
+  const OrderFlags o = order_flags(in, ds::Tail::drop);
+  const BatchFlags b = batch_flags(in, o.world_size);
+  const auto rank = rank_flag(in, o.world_size);
+  const auto steps = in.number("--steps");
+  const auto resume = resume_flag(in);
+  if (!rank) {
+    if (o.world_size > limits::ranks) {
+      too_large(fmt::format("--world {}", o.world_size), "batches without --rank", limits::ranks,
+                "it builds every rank's sampler", "; pass --rank R");
+    }
+    check_torch_work(in, o, "; pass --rank R");
+  }
+  const std::uint64_t first = rank.value_or(0), last = rank ? first + 1 : o.world_size;
+  Output out;
+  for (std::uint64_t r = first; r < last; ++r) {
+    with_batch_sampler(o, b, r, resume, [&](const auto& s) {
+      const std::uint64_t n = std::min(steps.value_or(UINT64_MAX), s.num_steps());
+      if (r == first) {
+        const std::uint64_t printed = saturating_mul(saturating_mul(n, b.micro_batch * b.accum), last - first);
+        if (printed > limits::printed) {
+          throw UsageError(
+              fmt::format("{} steps of --micro-batch {} x --accum {} on {} would print {} indices, more "
+                          "than the {} printed at once; pass a smaller --steps S{}",
+                          n, b.micro_batch, b.accum, rank ? "one rank" : "every rank",
+                          printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed), limits::printed,
+                          rank ? "" : " or --rank R"));
+        }
+        fmt::format_to(std::back_inserter(out.buffer()),
+                       "global batch {} = micro-batch {} x world_size {} x accumulation {}; {} steps from position {} "
+                       "of epoch {}",
+                       s.global_batch_size(), s.micro_batch_size(), o.world_size, s.accumulation_steps(), s.num_steps(),
+                       s.start(), s.epoch());
+        out.end_line();
+      }
+      for (std::uint64_t step = 0; step < n; ++step) {
+        auto& line = out.buffer();
+        fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
+        for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+          line += " [";
+          const auto batch = s.micro_batch(step, k);
+          for (std::size_t e = 0; e < batch.size(); ++e) {
+            fmt::format_to(std::back_inserter(line), "{}{}{}", e ? " " : "", batch[e],
+                           s.is_padding(step, k, e) ? "*" : "");
+          }
+          line += "]";
+        }
+        out.end_line();
+      }
+    });
+  }
+  out.flush();
+  return 0;
+}
+
+int run_state(const Invocation& in) {
+  const OrderFlags o = order_flags(in, ds::Tail::drop);
+  const BatchFlags b = batch_flags(in, o.world_size);
+  const std::uint64_t step = in.required_number("--step");
+  const auto resume = resume_flag(in);
+  with_batch_sampler(o, b, 0, resume, [&](const auto& s) {
+    if (step > s.num_steps()) {
+      throw UsageError(fmt::format("--step {} is past the end of the epoch ({} steps{}; expected 0..{})", step,
+                                   s.num_steps(), resume ? " left after --resume" : "", s.num_steps()));
+    }
+    fmt::print("{}\n", batch_state(s, step).to_text());
+  });
+  return 0;
+}
+
+}  // namespace
+
+int run_command(const Invocation& invocation) {
+  const std::string_view name = invocation.command->name;
+  if (name == "indices") return run_indices(invocation);
+  if (name == "check") return run_check(invocation);
+  if (name == "shards") return run_shards(invocation);
+  if (name == "batches") return run_batches(invocation);
+  return run_state(invocation);
+}
+
+}  // namespace cli

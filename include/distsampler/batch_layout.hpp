@@ -1,0 +1,190 @@
+// distsampler BatchLayout: the positions each rank reads per micro-batch and step of an epoch (Megatron's layout).
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_BATCH_LAYOUT_HPP
+#define DISTSAMPLER_BATCH_LAYOUT_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "error.hpp"
+#include "options.hpp"
+#include "version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// The split of positions [start, N) of an epoch's order into optimizer steps, micro-batch
+/// rounds and ranks. With m = micro_batch_size, W = world_size, K = accumulation_steps and
+/// G = m * W * K, step s holds positions [start + s*G, start + (s+1)*G); within it round
+/// k (0..K-1) holds the next m*W positions and rank r the r-th run of m of them:
+///
+///     position(s, k, r, e) = start + s*G + (k*W + r)*m + e,   e < m
+///
+/// So the positions of a step depend only on G, never on how G factors into W and K, and
+/// after k rounds of a step the consumed positions are a prefix of the order. The tail
+/// (the last R mod G positions, R = N - start) follows BatchSamplerOptions: drop leaves
+/// them out, pad adds a step whose slots past them wrap to position (j - R mod G) mod N
+/// (flagged by is_padding), uneven adds a step spreading exactly them over the W*K
+/// micro-batch slots (sizes differ by at most 1).
+///
+/// Pure integer math, like StridedPartition: O(1) time and memory per call, no overflow
+/// for any 64-bit N (G is checked at construction; positions past N are never formed).
+/// Per-slot functions take (step, k, r, e) unchecked: step < num_steps(), k <
+/// accumulation_steps(), r < world_size(), e < length(step, k, r). A value type; noexcept
+/// after construction; deterministic.
+class BatchLayout {
+ public:
+  constexpr BatchLayout() noexcept = default;
+
+  /// Throws config_error, prefixed by `who`, when micro_batch_size, world_size or
+  /// accumulation_steps is 0, G overflows 64 bits, start > dataset_size or tail is not a Tail.
+  BatchLayout(std::uint64_t dataset_size, std::uint64_t start, std::uint64_t micro_batch_size, std::uint64_t world_size,
+              std::uint64_t accumulation_steps, Tail tail, std::string_view who = "BatchLayout")
+      : n_(dataset_size), m_(micro_batch_size), w_(world_size), k_(accumulation_steps), tail_(tail) {
+    detail::check_tail(tail, who);
+    if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
+    const std::uint64_t round = round_size(m_, w_, who);
+    if (k_ > UINT64_MAX / round) {
+      detail::throw_config_error(std::string(who) + ": global batch micro_batch_size " + std::to_string(m_) +
+                                 " x world_size " + std::to_string(w_) + " x accumulation_steps " + std::to_string(k_) +
+                                 " overflows 64 bits");
+    }
+    g_ = round * k_;
+    if (start > n_) {
+      detail::throw_config_error(std::string(who) + ": start " + std::to_string(start) + " exceeds dataset_size " +
+                                 std::to_string(n_) + " (expected 0.." + std::to_string(n_) + ")");
+    }
+    rebase(start);
+  }
+
+  /// m * W, the positions of one micro-batch round. Throws config_error, prefixed by
+  /// `who`, when m or W is 0 or the product overflows 64 bits.
+  [[nodiscard]] static std::uint64_t round_size(std::uint64_t micro_batch_size, std::uint64_t world_size,
+                                                std::string_view who) {
+    if (micro_batch_size == 0) {
+      detail::throw_config_error(std::string(who) + ": micro_batch_size is 0 (expected at least 1)");
+    }
+    if (world_size == 0) detail::throw_config_error(std::string(who) + ": world_size is 0 (expected at least 1)");
+    if (micro_batch_size > UINT64_MAX / world_size) {
+      detail::throw_config_error(std::string(who) + ": micro_batch_size " + std::to_string(micro_batch_size) +
+                                 " x world_size " + std::to_string(world_size) + " overflows 64 bits");
+    }
+    return micro_batch_size * world_size;
+  }
+
+  /// The same layout over positions [start, N); start <= dataset_size() (unchecked).
+  [[nodiscard]] BatchLayout from(std::uint64_t start) const noexcept {
+    BatchLayout out = *this;
+    out.rebase(start);
+    return out;
+  }
+
+  [[nodiscard]] constexpr std::uint64_t dataset_size() const noexcept { return n_; }
+  [[nodiscard]] constexpr std::uint64_t start() const noexcept { return start_; }
+  [[nodiscard]] constexpr std::uint64_t micro_batch_size() const noexcept { return m_; }
+  [[nodiscard]] constexpr std::uint64_t world_size() const noexcept { return w_; }
+  [[nodiscard]] constexpr std::uint64_t accumulation_steps() const noexcept { return k_; }
+  /// G = micro_batch_size x world_size x accumulation_steps.
+  [[nodiscard]] constexpr std::uint64_t global_batch_size() const noexcept { return g_; }
+  [[nodiscard]] constexpr Tail tail() const noexcept { return tail_; }
+  /// Steps of the layout, the same on every rank: floor(R / G), plus 1 for a partial
+  /// last step under pad and uneven.
+  [[nodiscard]] constexpr std::uint64_t num_steps() const noexcept { return num_steps_; }
+  /// Steps that hold G real positions: floor(R / G).
+  [[nodiscard]] constexpr std::uint64_t full_steps() const noexcept { return full_steps_; }
+  /// Positions of the partial last step: R mod G.
+  [[nodiscard]] constexpr std::uint64_t remainder() const noexcept { return rem_; }
+
+  /// Samples in micro-batch k of rank r in `step`: m, except in the last step under uneven.
+  [[nodiscard]] constexpr std::uint64_t length(std::uint64_t step, std::uint64_t k, std::uint64_t r) const noexcept {
+    if (!uneven_last(step)) return m_;
+    const std::uint64_t slot = k * w_ + r, all = k_ * w_;
+    return rem_ / all + (slot < rem_ % all ? 1 : 0);
+  }
+
+  /// The epoch-order position of element e of rank r's micro-batch k in `step` (< N).
+  [[nodiscard]] constexpr std::uint64_t position(std::uint64_t step, std::uint64_t k, std::uint64_t r,
+                                                 std::uint64_t e) const noexcept {
+    const std::uint64_t base = start_ + step * g_;
+    if (uneven_last(step)) {
+      const std::uint64_t slot = k * w_ + r, all = k_ * w_;
+      return base + slot * (rem_ / all) + std::min(slot, rem_ % all) + e;
+    }
+    const std::uint64_t j = (k * w_ + r) * m_ + e;
+    if (step < full_steps_ || j < rem_) return base + j;
+    return (j - rem_) % n_;  // Tail::pad: wrap around to the start of the epoch's order
+  }
+
+  /// True when that slot is padding (pad's last step, past the real positions).
+  [[nodiscard]] constexpr bool is_padding(std::uint64_t step, std::uint64_t k, std::uint64_t r,
+                                          std::uint64_t e) const noexcept {
+    if (step < full_steps_ || tail_ != Tail::pad) return false;
+    return (k * w_ + r) * m_ + e >= rem_;
+  }
+
+  /// The epoch's consumed prefix after every rank finished `steps_done` steps and, in the
+  /// next step, `micro_batches_done` rounds: start + steps_done * G + rounds * m * W, up to
+  /// N (inside uneven's last step, the slots' share of the remainder). Throws
+  /// config_error, prefixed by `who`, when steps_done > num_steps(), micro_batches_done >=
+  /// accumulation_steps, or micro_batches_done > 0 at the end. O(1).
+  [[nodiscard]] std::uint64_t consumed(std::uint64_t steps_done, std::uint64_t micro_batches_done,
+                                       std::string_view who) const {
+    if (steps_done > num_steps_) {
+      detail::throw_config_error(std::string(who) + ": steps_done " + std::to_string(steps_done) +
+                                 " exceeds num_steps " + std::to_string(num_steps_) + " (expected 0.." +
+                                 std::to_string(num_steps_) + ")");
+    }
+    if (micro_batches_done >= k_ || (micro_batches_done != 0 && steps_done == num_steps_)) {
+      detail::throw_config_error(std::string(who) + ": micro_batches_done " + std::to_string(micro_batches_done) +
+                                 " is out of range (expected 0.." +
+                                 std::to_string(steps_done == num_steps_ ? 0 : k_ - 1) + ")");
+    }
+    const std::uint64_t round = m_ * w_;  // no overflow: divides g_
+    if (steps_done < full_steps_ || (steps_done == full_steps_ && micro_batches_done == 0)) {
+      return start_ + steps_done * g_ + micro_batches_done * round;
+    }
+    if (steps_done > full_steps_) return n_;
+    // Inside the partial last step (pad or uneven).
+    const std::uint64_t base = start_ + full_steps_ * g_;
+    if (tail_ == Tail::pad) {
+      const std::uint64_t done = micro_batches_done * round;
+      return done >= rem_ ? n_ : base + done;
+    }
+    const std::uint64_t slots = micro_batches_done * w_, all = k_ * w_;
+    return base + slots * (rem_ / all) + std::min(slots, rem_ % all);
+  }
+
+  friend constexpr bool operator==(const BatchLayout& a, const BatchLayout& b) noexcept {
+    return a.n_ == b.n_ && a.start_ == b.start_ && a.m_ == b.m_ && a.w_ == b.w_ && a.k_ == b.k_ && a.tail_ == b.tail_;
+  }
+  friend constexpr bool operator!=(const BatchLayout& a, const BatchLayout& b) noexcept { return !(a == b); }
+
+ private:
+  constexpr void rebase(std::uint64_t start) noexcept {
+    start_ = start;
+    const std::uint64_t remaining = n_ - start_;
+    full_steps_ = remaining / g_;
+    rem_ = remaining % g_;
+    num_steps_ = full_steps_ + (rem_ != 0 && tail_ != Tail::drop ? 1 : 0);
+  }
+
+  [[nodiscard]] constexpr bool uneven_last(std::uint64_t step) const noexcept {
+    return step == full_steps_ && tail_ == Tail::uneven;
+  }
+
+  std::uint64_t n_ = 0;
+  std::uint64_t start_ = 0;
+  std::uint64_t m_ = 1;
+  std::uint64_t w_ = 1;
+  std::uint64_t k_ = 1;
+  std::uint64_t g_ = 1;
+  Tail tail_ = Tail::drop;
+  std::uint64_t full_steps_ = 0;
+  std::uint64_t rem_ = 0;
+  std::uint64_t num_steps_ = 0;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_BATCH_LAYOUT_HPP

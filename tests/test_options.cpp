@@ -1,0 +1,103 @@
+// distsampler tests: options are set by name; positional braces and swapped constructor arguments do not compile.
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <distsampler/batch_sampler.hpp>
+#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/options.hpp>
+
+using distsampler::BatchSamplerOptions;
+using distsampler::DistributedBatchSampler;
+using distsampler::DistributedSampler;
+using distsampler::EpochMode;
+using distsampler::SamplerOptions;
+using distsampler::Tail;
+using distsampler::World;
+
+namespace {
+
+// True when `T{args...}` (list-initialisation) compiles.
+template <class Void, class T, class... Args>
+struct brace_constructible_impl : std::false_type {};
+template <class T, class... Args>
+struct brace_constructible_impl<std::void_t<decltype(T{std::declval<Args>()...})>, T, Args...> : std::true_type {};
+template <class T, class... Args>
+constexpr bool brace_constructible = brace_constructible_impl<void, T, Args...>::value;
+
+}  // namespace
+
+// `{true, 42}` meant pad for one sampler and drop for the other: it no longer compiles.
+static_assert(!std::is_aggregate_v<SamplerOptions>);
+static_assert(!std::is_aggregate_v<BatchSamplerOptions>);
+static_assert(!brace_constructible<SamplerOptions, bool, int>);
+static_assert(!brace_constructible<SamplerOptions, bool, int, Tail>);
+static_assert(!std::is_constructible_v<SamplerOptions, bool, int>);
+static_assert(!brace_constructible<BatchSamplerOptions, bool, int>);
+static_assert(!std::is_constructible_v<BatchSamplerOptions, bool, int>);
+static_assert(!std::is_convertible_v<int, BatchSamplerOptions>);
+static_assert(brace_constructible<SamplerOptions>);  // the check above can tell both cases apart
+
+// `DistributedBatchSampler<>(4, 50000, world)` (micro-batch size and dataset size swapped)
+// silently gave 0 steps; the dataset size is now followed by the World, and the micro-batch
+// size lives in the options, so neither spelling of the old call compiles.
+static_assert(!std::is_constructible_v<DistributedBatchSampler<>, int, int, World>);
+static_assert(!std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t, std::uint64_t, World>);
+static_assert(!std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t, std::uint64_t, World, std::uint64_t>);
+static_assert(!std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t, World>);  // options are required
+static_assert(std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t, World, BatchSamplerOptions>);
+static_assert(!std::is_constructible_v<DistributedSampler<>, std::uint64_t, std::uint64_t, World>);
+static_assert(std::is_constructible_v<DistributedSampler<>, std::uint64_t, World, SamplerOptions>);
+
+TEST_CASE("SamplerOptions: defaults, setters by name, equality", "[options]") {
+  constexpr SamplerOptions defaults;
+  static_assert(defaults.shuffle && defaults.seed == 0 && defaults.tail == Tail::pad);
+  constexpr SamplerOptions set = SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::uneven);
+  static_assert(!set.shuffle && set.seed == 42 && set.tail == Tail::uneven);
+  CHECK(set != defaults);
+  CHECK(SamplerOptions().with_seed(42) == SamplerOptions().with_seed(42));
+  CHECK(SamplerOptions().with_seed(42) != SamplerOptions().with_seed(43));
+  CHECK(SamplerOptions().with_tail(Tail::drop) != SamplerOptions());
+  CHECK(SamplerOptions().with_shuffle(false) != SamplerOptions());
+  SamplerOptions assigned;
+  assigned.seed = 7;
+  CHECK(assigned == SamplerOptions().with_seed(7));
+}
+
+TEST_CASE("BatchSamplerOptions: defaults (tail drop), setters by name, equality", "[options][batch]") {
+  constexpr BatchSamplerOptions defaults;
+  static_assert(defaults.micro_batch_size == 0 && defaults.accumulation_steps == 1 && defaults.global_batch_size == 0 &&
+                defaults.shuffle && defaults.seed == 0 && defaults.tail == Tail::drop &&
+                defaults.epoch_mode == EpochMode::manual);
+  constexpr BatchSamplerOptions set = BatchSamplerOptions()
+                                          .with_micro_batch_size(8)
+                                          .with_accumulation_steps(2)
+                                          .with_global_batch_size(64)
+                                          .with_shuffle(false)
+                                          .with_seed(5)
+                                          .with_tail(Tail::pad)
+                                          .with_epoch_mode(EpochMode::auto_advance);
+  static_assert(set.micro_batch_size == 8 && set.accumulation_steps == 2 && set.global_batch_size == 64 &&
+                !set.shuffle && set.seed == 5 && set.tail == Tail::pad && set.epoch_mode == EpochMode::auto_advance);
+  CHECK(set == BatchSamplerOptions(set));
+  CHECK(BatchSamplerOptions(set).with_epoch_mode(EpochMode::manual) != set);
+  CHECK(BatchSamplerOptions(set).with_micro_batch_size(4) != set);
+  CHECK(BatchSamplerOptions(set).with_global_batch_size(0) != set);
+}
+
+TEST_CASE("Tail and EpochMode values are checked where options are taken", "[options][errors]") {
+  CHECK(distsampler::parse_tail("uneven") == Tail::uneven);
+  CHECK(distsampler::to_string(Tail::drop) == "drop");
+  CHECK_THROWS_WITH(distsampler::parse_tail("all", "--tail"),
+                    "--tail \"all\" is unknown (expected pad, drop or uneven)");
+  CHECK_NOTHROW(distsampler::detail::check_tail(Tail::uneven, "X"));
+  CHECK_THROWS_AS(distsampler::detail::check_tail(static_cast<Tail>(3), "X"), distsampler::config_error);
+  CHECK_THROWS_WITH(distsampler::detail::check_tail(static_cast<Tail>(3), "X"),
+                    "X: tail 3 is not a Tail (expected pad, drop or uneven)");
+  CHECK_NOTHROW(distsampler::detail::check_epoch_mode(EpochMode::auto_advance, "Y"));
+  CHECK_THROWS_WITH(distsampler::detail::check_epoch_mode(static_cast<EpochMode>(2), "Y"),
+                    "Y: epoch_mode 2 is not an EpochMode (expected manual or auto_advance)");
+}
