@@ -46,24 +46,27 @@ ds::DistributedSampler<P> make_sampler(std::uint64_t n, const ds::World& world, 
   return ds::DistributedSampler<P>(n, world, options, permutation);
 }
 
-ds::BatchSamplerOptions batch_options(bool shuffle, std::uint64_t seed, ds::Tail tail) {
+// global_batch 0: accumulation_steps decides the global batch.
+ds::BatchSamplerOptions batch_options(std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
+                                      bool shuffle, std::uint64_t seed, ds::Tail tail) {
   ds::BatchSamplerOptions o;
+  o.micro_batch_size = micro;
+  if (global_batch != 0) {
+    o.global_batch_size = global_batch;
+  } else {
+    o.accumulation_steps = accumulation;
+  }
   o.shuffle = shuffle;
   o.seed = seed;
   o.tail = tail;
   return o;
 }
 
-// global_batch_size 0: use accumulation_steps.
 template <class P>
-ds::DistributedBatchSampler<P> make_batch_sampler(std::uint64_t n, const ds::World& world, std::uint64_t micro,
-                                                  std::uint64_t accumulation, std::uint64_t global_batch,
+ds::DistributedBatchSampler<P> make_batch_sampler(std::uint64_t n, const ds::World& world,
                                                   const ds::BatchSamplerOptions& options,
                                                   const typename P::options_type& permutation) {
-  if (global_batch != 0) {
-    return ds::DistributedBatchSampler<P>::with_global_batch(n, micro, world, global_batch, options, permutation);
-  }
-  return ds::DistributedBatchSampler<P>(n, micro, world, accumulation, options, permutation);
+  return ds::DistributedBatchSampler<P>(n, world, options, permutation);
 }
 
 ds::StreamingShardSampler make_shard_sampler(std::vector<std::uint64_t> sizes, const ds::World& world,
@@ -109,17 +112,6 @@ py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_si
 
 ds::SamplerState parse_state(const std::string& text) { return ds::SamplerState::from_text(text); }
 
-// A state of `epoch` with nothing consumed, for a sampler with `key`.
-std::string fresh_state(const ds::StateKey& key, std::uint64_t epoch) {
-  ds::SamplerState s;
-  s.dataset_size = key.dataset_size;
-  s.seed = key.seed;
-  s.epoch = epoch;
-  s.consumed = 0;
-  s.fingerprint = key.fingerprint();
-  return s.to_text();
-}
-
 template <class P>
 void bind_sampler(py::module_& m, const char* name) {
   using S = ds::DistributedSampler<P>;
@@ -136,7 +128,6 @@ void bind_sampler(py::module_& m, const char* name) {
       .def("copy", [](const S& s) { return S(s); })
       .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
       .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
-      .def("fresh_state", [](const S& s, std::uint64_t epoch) { return fresh_state(s.key(), epoch); })
       .def("__getitem__", [](const S& s, std::uint64_t i) { return s[i]; })
       .def("is_padding", &S::is_padding)
       .def("chunk",
@@ -182,7 +173,6 @@ void bind_batch_sampler(py::module_& m, const char* name) {
       .def("resume", [](B& b, const std::string& text) { b.resume(parse_state(text)); })
       .def("state",
            [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
-      .def("fresh_state", [](const B& b, std::uint64_t epoch) { return fresh_state(b.key(), epoch); })
       .def("micro_batch_length", &B::micro_batch_length)
       .def("is_padding", &B::is_padding)
       // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
@@ -209,20 +199,21 @@ void bind_batch_sampler(py::module_& m, const char* name) {
       // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
       .def("micro_batch_block",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
-             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k, m = b.micro_batch_size();
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t width = b.micro_batch_size();
              if (first > total) first = total;
              if (count > total - first) count = total - first;
-             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * m));
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * width));
              std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
              {
                py::gil_scoped_release release;
                for (std::uint64_t j = 0; j < count; ++j) {
                  const std::uint64_t id = first + j;
-                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * m);
+                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * width);
                }
              }
              return py::make_tuple(to_array(std::move(values), b.dataset_size(),
-                                            {static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(m)}),
+                                            {static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(width)}),
                                    to_list(lengths));
            })
       .def("micro_batch_array", [](const B& b, std::uint64_t id) {
@@ -309,12 +300,12 @@ PYBIND11_MODULE(_core, m) {
          std::uint64_t accumulation, std::uint64_t global_batch, bool shuffle, std::uint64_t seed,
          const std::string& tail, const std::string& generation) -> py::object {
         const ds::World world = make_world(rank, world_size);
-        const ds::BatchSamplerOptions o = batch_options(shuffle, seed, tail_of(tail));
+        const ds::BatchSamplerOptions o =
+            batch_options(micro, accumulation, global_batch, shuffle, seed, tail_of(tail));
         if (order == "torch") {
-          return py::cast(make_batch_sampler<ds::TorchRandperm>(n, world, micro, accumulation, global_batch, o,
-                                                                torch_options(generation)));
+          return py::cast(make_batch_sampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
         }
-        return py::cast(make_batch_sampler<ds::FeistelPermutation>(n, world, micro, accumulation, global_batch, o, {}));
+        return py::cast(make_batch_sampler<ds::FeistelPermutation>(n, world, o, {}));
       },
       "Builds a C++ DistributedBatchSampler.");
   m.def(

@@ -325,7 +325,7 @@ class DistributedSampler(_TorchDistributedSampler):
         elif p is not None and p.epoch == epoch:
             text = p.core.state(p.taken())
         else:
-            text = self._cpp(epoch).fresh_state(epoch)
+            text = self._cpp(epoch).state(0)
         return {"format": _STATE_FORMAT, "epoch": epoch, "state": text}
 
     def load_state_dict(self, state_dict):
@@ -483,7 +483,7 @@ class DistributedBatchSampler(Sampler):
             taken = p.taken()
             text = p.core.state(taken // k, taken % k)
         else:
-            text = self._cpp(self.epoch).fresh_state(self.epoch)
+            text = self._cpp(self.epoch).state(0, 0)
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": text}
 
     def load_state_dict(self, state_dict):

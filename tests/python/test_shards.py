@@ -92,7 +92,7 @@ def test_errors():
     with pytest.raises(distsampler.ConfigError, match=r"batch_size is 0 \(expected at least 1\)"):
         stream.state_dict(batches=1, batch_size=0, num_workers=1)
     other = ShardStream(SIZES[:-1], 2, 0, seed=6)
-    expected = (r"^StreamingShardSampler::(load_state|resume): dataset_size differs "
-                r"\(state has 340, this sampler has 307;")
+    expected = (r"^StreamingShardSampler::(load_state|resume): dataset_size differs \(state 340, sampler 307\); "
+                r"shard sizes differ \(state layout 0x")
     with pytest.raises(distsampler.StateError, match=expected):
         other.load_state_dict(stream.state_dict(batches=1, batch_size=2, num_workers=1))
