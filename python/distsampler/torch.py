@@ -642,7 +642,6 @@ def guard(sampler, group=None):
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
-    me = dist.get_rank(group)
     size = dist.get_world_size(group)
     gathered = [None] * size
     dist.all_gather_object(gathered, mine, group=group)
@@ -661,5 +660,4 @@ def guard(sampler, group=None):
                     f"guard: rank {r} has {field} {d[field]!r} but rank 0 has {field} {reference[field]!r} "
                     f"(every rank must build the sampler with the same {field}; ranks then read disjoint shares)"
                 )
-    del me
     return gathered

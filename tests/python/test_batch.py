@@ -79,6 +79,7 @@ def test_resume_at_a_step_boundary_yields_exactly_the_rest(tail):
         full = list(b)
         it = iter(b)
         taken = list(itertools.islice(it, k))
+        assert taken == full[:k]
         sd = b.state_dict()
         assert sd["epoch"] == 2
         fresh = DistributedBatchSampler(range(101), 5, 2, 1, accumulation_steps=2, seed=6, tail=tail)

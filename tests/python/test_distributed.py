@@ -6,8 +6,6 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_worker.py")
 N = 1001
 
