@@ -98,8 +98,9 @@ def _resolve_world(who, num_replicas, rank):
         else:
             env = _core.world_from_env()
             if env is None:
+                missing = " and ".join(n for n, v in (("num_replicas", num_replicas), ("rank", rank)) if v is None)
                 raise ConfigError(
-                    f"{who}: num_replicas and rank were not given, torch.distributed is not initialized and no "
+                    f"{who}: {missing} not given, torch.distributed is not initialized and no "
                     "launcher environment was found (looked for RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/"
                     "OMPI_COMM_WORLD_SIZE, PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS); pass num_replicas= and "
                     "rank= (num_replicas=1, rank=0 for one process)"
@@ -531,7 +532,8 @@ class ShardStream:
     ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
     iteration (the DataLoader pickles the dataset to its workers, pending state included),
     and every stream continues with exactly the unread samples, on any world size or
-    worker count.
+    worker count. With ``persistent_workers=True`` the workers keep the copy they were
+    started with, so ``set_epoch`` must reach them another way (torch's usual caveat).
     """
 
     def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):

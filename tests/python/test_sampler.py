@@ -134,8 +134,12 @@ def test_world_from_environment(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
                 "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
         monkeypatch.delenv(var, raising=False)
-    with pytest.raises(distsampler.ConfigError, match="num_replicas and rank were not given"):
+    with pytest.raises(distsampler.ConfigError, match="^DistributedSampler: num_replicas and rank not given, "
+                                                      "torch.distributed is not initialized and no launcher"):
         DistributedSampler(range(10))
+    with pytest.raises(distsampler.ConfigError, match=r"^DistributedSampler: rank not given, .* pass num_replicas= "
+                                                      r"and rank= \(num_replicas=1, rank=0 for one process\)$"):
+        DistributedSampler(range(10), num_replicas=2)
     monkeypatch.setenv("RANK", "2")
     monkeypatch.setenv("WORLD_SIZE", "3")
     s = DistributedSampler(range(10), shuffle=False)
