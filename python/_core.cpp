@@ -1,0 +1,372 @@
+// distsampler Python extension: binds the C++ samplers of include/distsampler to Python (no second implementation).
+// SPDX-License-Identifier: MIT
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distsampler/distsampler.hpp"
+
+namespace py = pybind11;
+namespace ds = distsampler;
+
+namespace {
+
+// Every C++ sampler the module builds is made by one of the make_* functions below, so
+// a change of a constructor's shape is adapted in one place.
+
+ds::SamplerOptions sampler_options(bool shuffle, std::uint64_t seed, ds::Tail tail) {
+  ds::SamplerOptions o;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.tail = tail;
+  return o;
+}
+
+ds::TorchRandpermOptions torch_options(const std::string& generation) {
+  ds::TorchRandpermOptions o;
+  if (generation == "v1") {
+    o.generation = ds::TorchGeneration::v1;
+  } else if (generation == "v2.7") {
+    o.generation = ds::TorchGeneration::v2_7;
+  } else {
+    throw ds::config_error("torch_generation \"" + generation + "\" is unknown (expected \"v1\" or \"v2.7\")");
+  }
+  return o;
+}
+
+template <class P>
+ds::DistributedSampler<P> make_sampler(std::uint64_t n, const ds::World& world, const ds::SamplerOptions& options,
+                                       const typename P::options_type& permutation) {
+  return ds::DistributedSampler<P>(n, world, options, permutation);
+}
+
+// global_batch 0: accumulation_steps decides the global batch.
+ds::BatchSamplerOptions batch_options(std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
+                                      bool shuffle, std::uint64_t seed, ds::Tail tail) {
+  ds::BatchSamplerOptions o;
+  o.micro_batch_size = micro;
+  if (global_batch != 0) {
+    o.global_batch_size = global_batch;
+  } else {
+    o.accumulation_steps = accumulation;
+  }
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.tail = tail;
+  return o;
+}
+
+template <class P>
+ds::DistributedBatchSampler<P> make_batch_sampler(std::uint64_t n, const ds::World& world,
+                                                  const ds::BatchSamplerOptions& options,
+                                                  const typename P::options_type& permutation) {
+  return ds::DistributedBatchSampler<P>(n, world, options, permutation);
+}
+
+ds::StreamingShardSampler make_shard_sampler(std::vector<std::uint64_t> sizes, const ds::World& world,
+                                             std::uint64_t num_workers, bool shuffle, std::uint64_t seed,
+                                             ds::Tail tail) {
+  ds::ShardSamplerOptions o;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.tail = tail;
+  return ds::StreamingShardSampler(std::move(sizes), world, num_workers, o);
+}
+
+void shard_resume(ds::StreamingShardSampler& s, const ds::SamplerState& state) { s.load_state(state); }
+
+// A list of Python ints from C++ indices (the fastest hand-over to a Python loop).
+py::list to_list(const std::vector<std::uint64_t>& values) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
+  if (list == nullptr) throw py::error_already_set();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    PyObject* item = PyLong_FromUnsignedLongLong(values[i]);
+    if (item == nullptr) {
+      Py_DECREF(list);
+      throw py::error_already_set();
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return py::reinterpret_steal<py::list>(list);
+}
+
+// int64 (what torch indexes with) unless an index could exceed its range.
+py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_size,
+                   std::vector<py::ssize_t> shape) {
+  if (dataset_size - 1 > static_cast<std::uint64_t>(INT64_MAX) && dataset_size != 0) {
+    py::array_t<std::uint64_t> out(shape);
+    std::copy(values.begin(), values.end(), out.mutable_data());
+    return out;
+  }
+  py::array_t<std::int64_t> out(shape);
+  auto* data = out.mutable_data();
+  for (std::size_t i = 0; i < values.size(); ++i) data[i] = static_cast<std::int64_t>(values[i]);
+  return out;
+}
+
+ds::SamplerState parse_state(const std::string& text) { return ds::SamplerState::from_text(text); }
+
+template <class P>
+void bind_sampler(py::module_& m, const char* name) {
+  using S = ds::DistributedSampler<P>;
+  py::class_<S>(m, name)
+      .def_property_readonly("size", &S::size)
+      .def_property_readonly("epoch", &S::epoch)
+      .def_property_readonly("start", &S::start)
+      .def_property_readonly("dataset_size", &S::dataset_size)
+      .def_property_readonly("rank", &S::rank)
+      .def_property_readonly("world_size", &S::world_size)
+      .def_property_readonly("key", [](const S& s) { return s.key().describe(); })
+      .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
+      .def("set_epoch", &S::set_epoch)
+      .def("copy", [](const S& s) { return S(s); })
+      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
+      .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
+      .def("__getitem__", [](const S& s, std::uint64_t i) { return s[i]; })
+      .def("is_padding", &S::is_padding)
+      .def("chunk",
+           [](const S& s, std::uint64_t first, std::uint64_t count) {
+             std::vector<std::uint64_t> out;
+             {
+               py::gil_scoped_release release;
+               if (first < s.size() && count > s.size() - first) count = s.size() - first;
+               if (first >= s.size()) count = 0;
+               out.resize(static_cast<std::size_t>(count));
+               s.fill(first, count, out.data());
+             }
+             return to_list(out);
+           })
+      .def("array", [](const S& s, std::uint64_t first, std::uint64_t count) {
+        std::vector<std::uint64_t> out;
+        {
+          py::gil_scoped_release release;
+          out.resize(static_cast<std::size_t>(count));
+          s.fill(first, count, out.data());
+        }
+        return to_array(std::move(out), s.dataset_size(), {static_cast<py::ssize_t>(count)});
+      });
+}
+
+template <class P>
+void bind_batch_sampler(py::module_& m, const char* name) {
+  using B = ds::DistributedBatchSampler<P>;
+  py::class_<B>(m, name)
+      .def_property_readonly("num_steps", &B::num_steps)
+      .def_property_readonly("accumulation_steps", &B::accumulation_steps)
+      .def_property_readonly("micro_batch_size", &B::micro_batch_size)
+      .def_property_readonly("global_batch_size", &B::global_batch_size)
+      .def_property_readonly("epoch", &B::epoch)
+      .def_property_readonly("start", &B::start)
+      .def_property_readonly("dataset_size", &B::dataset_size)
+      .def_property_readonly("rank", &B::rank)
+      .def_property_readonly("world_size", &B::world_size)
+      .def_property_readonly("key", [](const B& b) { return b.key().describe(); })
+      .def_property_readonly("fingerprint", [](const B& b) { return b.key().fingerprint(); })
+      .def("set_epoch", &B::set_epoch)
+      .def("copy", [](const B& b) { return B(b); })
+      .def("resume", [](B& b, const std::string& text) { b.resume(parse_state(text)); })
+      .def("state",
+           [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
+      .def("micro_batch_length", &B::micro_batch_length)
+      .def("is_padding", &B::is_padding)
+      // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
+      .def("micro_batches",
+           [](const B& b, std::uint64_t first, std::uint64_t count) {
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             if (first > total) first = total;
+             if (count > total - first) count = total - first;
+             std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
+             {
+               py::gil_scoped_release release;
+               for (std::uint64_t j = 0; j < count; ++j) {
+                 const std::uint64_t id = first + j;
+                 auto& v = out[static_cast<std::size_t>(j)];
+                 v.resize(static_cast<std::size_t>(b.micro_batch_size()));
+                 v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+               }
+             }
+             py::list result(out.size());
+             for (std::size_t j = 0; j < out.size(); ++j) result[j] = to_list(out[j]);
+             return result;
+           })
+      // Micro-batches [first, first + count) as one (count, micro_batch_size) array and
+      // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
+      .def("micro_batch_block",
+           [](const B& b, std::uint64_t first, std::uint64_t count) {
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t width = b.micro_batch_size();
+             if (first > total) first = total;
+             if (count > total - first) count = total - first;
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * width));
+             std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
+             {
+               py::gil_scoped_release release;
+               for (std::uint64_t j = 0; j < count; ++j) {
+                 const std::uint64_t id = first + j;
+                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * width);
+               }
+             }
+             return py::make_tuple(to_array(std::move(values), b.dataset_size(),
+                                            {static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(width)}),
+                                   to_list(lengths));
+           })
+      .def("micro_batch_array", [](const B& b, std::uint64_t id) {
+        const std::uint64_t k = b.micro_batches_per_step();
+        std::vector<std::uint64_t> v(static_cast<std::size_t>(b.micro_batch_size()));
+        {
+          py::gil_scoped_release release;
+          v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+        }
+        const auto len = static_cast<py::ssize_t>(v.size());
+        return to_array(std::move(v), b.dataset_size(), {len});
+      });
+}
+
+void bind_shard_sampler(py::module_& m) {
+  using Z = ds::StreamingShardSampler;
+  py::class_<Z>(m, "ShardSampler")
+      .def_property_readonly("epoch", &Z::epoch)
+      .def_property_readonly("dataset_size", &Z::dataset_size)
+      .def_property_readonly("num_workers", &Z::num_workers)
+      .def_property_readonly("size", &Z::size)
+      .def_property_readonly("fingerprint", [](const Z& z) { return z.state(0).fingerprint; })
+      .def("set_epoch", &Z::set_epoch)
+      .def("resume", [](Z& z, const std::string& text) { shard_resume(z, parse_state(text)); })
+      .def("worker_size", &Z::worker_size)
+      .def("state_after_batches",
+           [](const Z& z, std::uint64_t batches, std::uint64_t batch_size) {
+             return z.state_after_batches(batches, batch_size).to_text();
+           })
+      .def("state_per_worker",
+           [](const Z& z, const std::vector<std::uint64_t>& done) { return z.state_per_worker(done).to_text(); })
+      // (shard, offset, index, is_padding) tuples of worker w's slots [first, first + count).
+      .def("samples", [](const Z& z, std::uint64_t worker, std::uint64_t first, std::uint64_t count) {
+        const std::uint64_t size = z.worker_size(worker);
+        if (first > size) first = size;
+        if (count > size - first) count = size - first;
+        std::vector<ds::ShardSample> out(static_cast<std::size_t>(count));
+        {
+          py::gil_scoped_release release;
+          z.fill(worker, first, count, out.data());
+        }
+        py::list result(out.size());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          result[i] = py::make_tuple(out[i].shard, out[i].offset, out[i].index, out[i].is_padding);
+        }
+        return result;
+      });
+}
+
+ds::Tail tail_of(const std::string& text) { return ds::parse_tail(text, "tail"); }
+
+ds::World make_world(std::uint64_t rank, std::uint64_t world_size) { return ds::World(rank, world_size); }
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "C++ core of distsampler (use the distsampler package, not this module).";
+  auto config = py::register_exception<ds::config_error>(m, "ConfigError", PyExc_ValueError);
+  auto state = py::register_exception<ds::state_error>(m, "StateError", PyExc_ValueError);
+  (void)config;
+  (void)state;
+  m.attr("version") = std::to_string(DISTSAMPLER_VERSION_MAJOR) + "." + std::to_string(DISTSAMPLER_VERSION_MINOR) +
+                      "." + std::to_string(DISTSAMPLER_VERSION_PATCH);
+
+  bind_sampler<ds::FeistelPermutation>(m, "FeistelSampler");
+  bind_sampler<ds::TorchRandperm>(m, "TorchSampler");
+  bind_batch_sampler<ds::FeistelPermutation>(m, "FeistelBatchSampler");
+  bind_batch_sampler<ds::TorchRandperm>(m, "TorchBatchSampler");
+  bind_shard_sampler(m);
+
+  m.def(
+      "sampler",
+      [](const std::string& order, std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, bool shuffle,
+         std::uint64_t seed, const std::string& tail, const std::string& generation) -> py::object {
+        const ds::World world = make_world(rank, world_size);
+        const ds::SamplerOptions o = sampler_options(shuffle, seed, tail_of(tail));
+        if (order == "torch") return py::cast(make_sampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
+        return py::cast(make_sampler<ds::FeistelPermutation>(n, world, o, {}));
+      },
+      "Builds a C++ DistributedSampler; order is \"feistel\" or \"torch\".");
+  m.def(
+      "batch_sampler",
+      [](const std::string& order, std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, std::uint64_t micro,
+         std::uint64_t accumulation, std::uint64_t global_batch, bool shuffle, std::uint64_t seed,
+         const std::string& tail, const std::string& generation) -> py::object {
+        const ds::World world = make_world(rank, world_size);
+        const ds::BatchSamplerOptions o =
+            batch_options(micro, accumulation, global_batch, shuffle, seed, tail_of(tail));
+        if (order == "torch") {
+          return py::cast(make_batch_sampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
+        }
+        return py::cast(make_batch_sampler<ds::FeistelPermutation>(n, world, o, {}));
+      },
+      "Builds a C++ DistributedBatchSampler.");
+  m.def(
+      "shard_sampler",
+      [](std::vector<std::uint64_t> sizes, std::uint64_t rank, std::uint64_t world_size, std::uint64_t num_workers,
+         bool shuffle, std::uint64_t seed, const std::string& tail) {
+        return make_shard_sampler(std::move(sizes), make_world(rank, world_size), num_workers, shuffle, seed,
+                                  tail_of(tail));
+      },
+      "Builds a C++ StreamingShardSampler.");
+  m.def(
+      "world_from_env",
+      []() -> py::object {
+        // None when no launcher variable is set at all; malformed variables raise.
+        bool any = false;
+        for (const auto& l : ds::detail::launchers) any = any || std::getenv(l.rank) || std::getenv(l.size);
+        if (!any) return py::none();
+        const ds::World w = ds::World::from_env();
+        return py::make_tuple(w.rank, w.world_size, w.local_rank, w.local_world_size);
+      },
+      "(rank, world_size, local_rank, local_world_size) from the launcher's environment (World::from_env rules), "
+      "or None when no launcher variable is set.");
+  m.def(
+      "validate_world",
+      [](std::uint64_t rank, std::uint64_t world_size) { (void)make_world(rank, world_size); },
+      "Raises ConfigError unless 0 <= rank < world_size.");
+  m.def(
+      "parse_state",
+      [](const std::string& text) {
+        const ds::SamplerState s = parse_state(text);
+        py::dict d;
+        d["dataset_size"] = s.dataset_size;
+        d["seed"] = s.seed;
+        d["epoch"] = s.epoch;
+        d["consumed"] = s.consumed;
+        d["fingerprint"] = s.fingerprint;
+        return d;
+      },
+      "Parses a state's text form; raises StateError naming the first problem.");
+  m.def(
+      "check_partition",
+      [](std::uint64_t n, const std::vector<std::vector<std::uint64_t>>& ranks, const std::string& tail,
+         const std::vector<std::vector<bool>>& padding) {
+        ds::PartitionReport r;
+        {
+          py::gil_scoped_release release;
+          r = ds::check_partition(n, ranks, tail_of(tail), padding);
+        }
+        py::dict d;
+        d["ok"] = r.ok();
+        d["summary"] = r.summary();
+        d["failures"] = r.failures;
+        d["counts"] = r.counts;
+        d["padding"] = r.padding;
+        d["duplicates"] = r.duplicates;
+        d["missing"] = r.missing;
+        d["out_of_range"] = r.out_of_range;
+        d["duplicate_examples"] = r.duplicate_examples;
+        d["missing_examples"] = r.missing_examples;
+        return d;
+      },
+      py::arg("dataset_size"), py::arg("ranks"), py::arg("tail"), py::arg("padding") = std::vector<std::vector<bool>>{},
+      "verify.hpp's check_partition over explicit per-rank lists.");
+}

@@ -1,0 +1,665 @@
+# distsampler.torch: drop-in torch samplers (index, batch, shard stream) with checkpoints; a torch.distributed guard.
+# SPDX-License-Identifier: MIT
+"""torch adapters of the distsampler C++ samplers.
+
+- ``DistributedSampler``: a subclass of ``torch.utils.data.distributed.DistributedSampler``
+  with O(1) memory (``order="feistel"``, the default) or torch's exact order
+  (``order="torch"``), exact evaluation (``tail="uneven"``) and ``state_dict`` /
+  ``load_state_dict`` for mid-epoch checkpoints.
+- ``DistributedBatchSampler``: micro-batches of each optimizer step, for a DataLoader's
+  ``batch_sampler``; resumable on another world size.
+- ``ShardStream``: one (rank, DataLoader worker) stream of a sharded dataset, for an
+  ``IterableDataset``.
+- ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
+
+The world (rank and world size) comes from the explicit arguments when given, else from
+``torch.distributed`` when it is initialized, else from the launcher's environment
+(``RANK``/``WORLD_SIZE``, Open MPI, PMI, SLURM; strict parsing, errors raise
+``ConfigError``). There is no silent single-process default: pass ``num_replicas=1,
+rank=0`` for one process.
+"""
+
+import collections
+import operator
+from collections.abc import Mapping
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import Sampler
+from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler
+
+from . import _core
+from ._core import ConfigError, StateError
+
+__all__ = [
+    "DistributedSampler",
+    "DistributedBatchSampler",
+    "ShardStream",
+    "ShardSample",
+    "guard",
+    "default_torch_generation",
+]
+
+_U64 = 1 << 64
+_FIRST_CHUNK = 64
+_CHUNK = 4096
+_TAILS = ("pad", "drop", "uneven")
+_ORDERS = ("feistel", "torch")
+_GENERATIONS = ("v1", "v2.7")
+_STATE_FORMAT = 1
+
+
+def default_torch_generation(version=None):
+    """The generation of torch's large-n ``randperm`` the installed torch uses.
+
+    ``"v1"`` for torch before 2.7 (one 32-bit draw per swap), ``"v2.7"`` from 2.7 on.
+    The generations differ only for datasets of 214748364 samples or more.
+    """
+    text = torch.__version__ if version is None else version
+    parts = []
+    for piece in str(text).split(".")[:2]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits) if digits else 0)
+    while len(parts) < 2:
+        parts.append(0)
+    return "v1" if tuple(parts) < (2, 7) else "v2.7"
+
+
+def _index(who, name, value):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ConfigError(f"{who}: {name} {value!r} is not an integer (expected an int)") from None
+
+
+def _unsigned(who, name, value):
+    v = _index(who, name, value)
+    if v < 0 or v >= _U64:
+        raise ConfigError(f"{who}: {name} {v} is out of range (expected 0..{_U64 - 1})")
+    return v
+
+
+def _seed64(who, seed):
+    """torch's seeds are int64 or uint64; negative seeds are taken mod 2^64 as torch does."""
+    v = _index(who, "seed", seed)
+    if v < -(1 << 63) or v >= _U64:
+        raise ConfigError(f"{who}: seed {v} is out of range (expected -2^63..2^64-1, as torch.manual_seed)")
+    return v % _U64
+
+
+def _resolve_world(who, num_replicas, rank):
+    if num_replicas is None or rank is None:
+        if dist.is_available() and dist.is_initialized():
+            found = (dist.get_rank(), dist.get_world_size())
+        else:
+            env = _core.world_from_env()
+            if env is None:
+                missing = " and ".join(n for n, v in (("num_replicas", num_replicas), ("rank", rank)) if v is None)
+                raise ConfigError(
+                    f"{who}: {missing} not given, torch.distributed is not initialized and no "
+                    "launcher environment was found (looked for RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/"
+                    "OMPI_COMM_WORLD_SIZE, PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS); pass num_replicas= and "
+                    "rank= (num_replicas=1, rank=0 for one process)"
+                )
+            found = (env[0], env[1])
+        if rank is None:
+            rank = found[0]
+        if num_replicas is None:
+            num_replicas = found[1]
+    world_size = _unsigned(who, "num_replicas", num_replicas)
+    r = _index(who, "rank", rank)
+    if r < 0:
+        bound = f"0..{world_size - 1}" if world_size else "none: num_replicas is 0"
+        raise ConfigError(f"{who}: rank {r} is out of range for num_replicas {world_size} (expected {bound})")
+    _core.validate_world(r, world_size)
+    return world_size, r
+
+
+def _resolve_tail(who, tail, drop_last):
+    if tail is None:
+        return "drop" if drop_last else "pad"
+    if tail not in _TAILS:
+        raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+    if drop_last and tail != "drop":
+        raise ConfigError(
+            f'{who}: drop_last=True conflicts with tail="{tail}" (drop_last=True means tail="drop"; pass one of them)'
+        )
+    return tail
+
+
+def _resolve_order(who, order, generation):
+    if order not in _ORDERS:
+        raise ConfigError(f'{who}: order {order!r} is unknown (expected "feistel" or "torch")')
+    if generation is None:
+        return default_torch_generation()
+    if generation not in _GENERATIONS:
+        raise ConfigError(f'{who}: torch_generation {generation!r} is unknown (expected "v1" or "v2.7")')
+    return generation
+
+
+class _Progress:
+    """How far one iterator got: its C++ sampler, and the end of the chunk it hands out."""
+
+    __slots__ = ("core", "epoch", "end", "it")
+
+    def __init__(self, core, epoch):
+        self.core = core
+        self.epoch = epoch
+        self.end = 0
+        self.it = None
+
+    def taken(self):
+        # A list iterator's length hint is exactly what it has not handed out yet.
+        return self.end if self.it is None else self.end - self.it.__length_hint__()
+
+
+def _generate(progress, fetch, total):
+    """Yields items fetched in chunks, keeping `progress` exact after every item."""
+    first, size = 0, _FIRST_CHUNK
+    while first < total:
+        chunk = fetch(first, size)
+        if not chunk:
+            break
+        first += len(chunk)
+        it = iter(chunk)
+        progress.it = it
+        progress.end = first
+        yield from it
+        size = _CHUNK
+    progress.it = None
+
+
+def _check_state_dict(who, sd):
+    if not isinstance(sd, Mapping) or "state" not in sd or "epoch" not in sd:
+        kind = type(sd).__name__ if not isinstance(sd, Mapping) else f"keys {sorted(map(str, sd.keys()))}"
+        raise StateError(f"{who}: expected a dict with keys 'epoch' and 'state' from state_dict(), got {kind}")
+    if sd.get("format", _STATE_FORMAT) != _STATE_FORMAT:
+        raise StateError(f"{who}: 'format' {sd['format']!r} is unknown (expected {_STATE_FORMAT}; saved by a newer "
+                         "distsampler?)")
+    text = sd["state"]
+    if not isinstance(text, str):
+        raise StateError(f"{who}: 'state' is a {type(text).__name__} (expected the str from state_dict())")
+    parsed = _core.parse_state(text)
+    epoch = sd["epoch"]
+    if not isinstance(epoch, int) or epoch != parsed["epoch"]:
+        raise StateError(f"{who}: 'epoch' {epoch!r} disagrees with the state's epoch {parsed['epoch']} (edited dict?)")
+    return text, parsed["epoch"]
+
+
+class DistributedSampler(_TorchDistributedSampler):
+    """torch's ``DistributedSampler``, computed by the distsampler C++ library.
+
+    Args:
+        dataset: anything with ``len()``.
+        num_replicas, rank: the world; when omitted, from ``torch.distributed`` if it is
+            initialized, else from the launcher's environment (strict; ``ConfigError``).
+        shuffle, seed, drop_last: as torch. ``seed`` may be negative (taken mod 2^64, as
+            torch does). All ranks must pass the same seed (see ``guard``).
+        order: ``"feistel"`` (default): a keyed O(1)-memory permutation; each rank computes
+            only its own indices, so N = 10**9 needs no memory and the first index comes at
+            once. ``"torch"``: exactly the indices torch's own sampler yields (O(N) memory).
+        tail: ``"pad"`` (torch's default, equal counts with wrap-around duplicates),
+            ``"drop"`` (= ``drop_last=True``) or ``"uneven"`` (every index exactly once;
+            counts differ by at most one, for exact evaluation). Default from ``drop_last``.
+        torch_generation: for ``order="torch"``, which torch ``randperm`` generation to
+            reproduce (``"v1"`` before torch 2.7, ``"v2.7"`` after); default: the installed one.
+
+    Attributes are torch's: ``dataset``, ``num_replicas``, ``rank``, ``epoch``, ``seed``,
+    ``shuffle``, ``drop_last``, ``num_samples`` (this rank's count), ``total_size``
+    (``num_samples * num_replicas``; N under ``tail="uneven"``), plus ``order``, ``tail``.
+
+    Checkpointing (torchdata ``StatefulDataLoader`` protocol): ``state_dict()`` records the
+    epoch and how many indices the latest iterator handed out (as a position of the
+    epoch's global order, so it loads on any world size); ``load_state_dict(sd)`` takes
+    effect at the next ``__iter__``, which yields exactly the rest of that epoch.
+    ``set_epoch`` with another epoch discards a loaded state that was not yet iterated.
+
+    Raises ``ConfigError`` (a ``ValueError``) for bad arguments, ``StateError`` (a
+    ``ValueError``) for corrupt or mismatched state; both carry the C++ library's message.
+    """
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False, *,
+                 order="feistel", tail=None, torch_generation=None):
+        who = "DistributedSampler"
+        world_size, r = _resolve_world(who, num_replicas, rank)
+        self.tail = _resolve_tail(who, tail, drop_last)
+        self.torch_generation = _resolve_order(who, order, torch_generation)
+        self.order = order
+        _seed64(who, seed)
+        super().__init__(dataset, num_replicas=world_size, rank=r, shuffle=shuffle, seed=seed, drop_last=drop_last)
+        n = len(dataset)
+        if self.tail == "uneven":
+            self.num_samples = n // world_size + (1 if r < n % world_size else 0)
+            self.total_size = n
+        self._base = None
+        self._base_key = None
+        self._pending = None
+        self._prepared = None
+        self._progress = None
+
+    # -- the C++ sampler ------------------------------------------------------------------
+    def _config(self):
+        who = "DistributedSampler"
+        world_size, r = _resolve_world(who, self.num_replicas, self.rank)
+        return (self.order, len(self.dataset), r, world_size, bool(self.shuffle), _seed64(who, self.seed),
+                self.tail, self.torch_generation)
+
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch` (copies share torch-order tables)."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = _core.sampler(*key)
+            self._base_key = key
+        self._base.set_epoch(epoch)
+        return self._base.copy()
+
+    def _epoch64(self):
+        return _unsigned("DistributedSampler", "epoch", self.epoch)
+
+    # -- torch's interface ----------------------------------------------------------------
+    def __iter__(self):
+        if self._pending is not None:
+            return self._resume_pass()
+        return self._pass(self._cpp(self._epoch64()))
+
+    def _pass(self, core):
+        progress = _Progress(core, core.epoch)
+        self._progress = progress
+        return _generate(progress, core.chunk, core.size)
+
+    def _resume_pass(self):
+        # A generator: the loaded state is taken at the first next(), not at iter().
+        # DataLoader calls iter() twice when it has workers and drops the first iterator
+        # unused; that one must not consume the state.
+        if self._pending is None:
+            core = self._cpp(self._epoch64())
+        elif self._prepared is not None and self._prepared[0] == self._config():
+            core = self._prepared[1]
+        else:
+            core = self._resumed(self._pending)
+        self._pending = self._prepared = None
+        yield from self._pass(core)
+
+    def __len__(self):
+        if self._pending is not None:
+            if self._prepared is None or self._prepared[0] != self._config():
+                self._prepared = (self._config(), self._resumed(self._pending))
+            return self._prepared[1].size
+        p = self._progress
+        if p is not None and p.epoch == self.epoch and p.core.start != 0:
+            return p.core.size
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """Selects the epoch (as torch). A loaded state of another epoch is discarded."""
+        e = _unsigned("DistributedSampler", "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = self._prepared = None
+        self.epoch = epoch
+
+    # -- checkpointing --------------------------------------------------------------------
+    def state_dict(self, samples=None):
+        """``{"format": 1, "epoch": e, "state": text}``: the epoch and the position reached.
+
+        The position is what the latest ``iter()`` of this epoch handed out (all of it once
+        exhausted); before any iteration of the epoch, its start. A state loaded but not
+        yet iterated is returned as loaded. ``state`` is the C++ ``SamplerState`` text.
+
+        ``samples``: record instead that every rank consumed its first ``samples`` indices
+        of the latest iteration (a plain DataLoader with workers draws indices ahead of the
+        batches it delivered: pass ``batches_done * batch_size`` there). Raises
+        ``ConfigError`` when it exceeds what this rank's iteration has.
+        """
+        if self._pending is not None and samples is None:
+            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+        epoch = self._epoch64()
+        p = self._progress
+        if samples is not None:
+            core = p.core if p is not None and p.epoch == epoch else self._cpp(epoch)
+            if self._pending is not None:
+                core = self._prepared[1] if self._prepared is not None else self._resumed(self._pending)
+            text = core.state(_unsigned("DistributedSampler.state_dict", "samples", samples))
+        elif p is not None and p.epoch == epoch:
+            text = p.core.state(p.taken())
+        else:
+            text = self._cpp(epoch).state(0)
+        return {"format": _STATE_FORMAT, "epoch": epoch, "state": text}
+
+    def load_state_dict(self, state_dict):
+        """Validates ``state_dict`` now and resumes from it at the next ``__iter__``.
+
+        Raises ``StateError`` with the C++ message when it is malformed or belongs to
+        another dataset size, seed, shuffle, tail or order. World size may differ.
+        """
+        text, epoch = _check_state_dict("DistributedSampler.load_state_dict", state_dict)
+        core = self._resumed(text)
+        self._prepared = (self._config(), core)
+        self._pending = text
+        self.epoch = epoch
+        self._progress = None
+
+    def _resumed(self, text):
+        epoch = _core.parse_state(text)["epoch"]
+        core = self._cpp(epoch)
+        core.resume(text)
+        return core
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for name in ("_base", "_base_key", "_prepared", "_progress"):
+            state[name] = None
+        return state
+
+    # -- extras ---------------------------------------------------------------------------
+    def is_padding(self, i):
+        """True when slot i of this rank's epoch is a wrap-around duplicate (tail="pad")."""
+        return self._cpp(self._epoch64()).is_padding(i)
+
+    def indices(self, as_numpy=False):
+        """This rank's whole epoch at once (a list, or an int64 NumPy array computed with the GIL released)."""
+        core = self._cpp(self._epoch64())
+        return core.array(0, core.size) if as_numpy else core.chunk(0, core.size)
+
+
+class DistributedBatchSampler(Sampler):
+    """This rank's micro-batches of each optimizer step, for a DataLoader's ``batch_sampler``.
+
+    The global batch G = micro_batch_size x num_replicas x accumulation_steps; step s
+    consumes positions [s*G, (s+1)*G) of the epoch's global order, micro-batch round k
+    its next micro_batch_size x num_replicas, and rank r the r-th run of those. Yields
+    ``num_steps * accumulation_steps`` micro-batches: lists of ints, or int64 NumPy
+    arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
+
+    Give ``accumulation_steps`` (default 1) or ``global_batch_size`` (a multiple of
+    micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
+    partial global batch waits for the next epoch), ``"pad"`` (one more step, completed
+    from the epoch's start) or ``"uneven"`` (one more step with exactly the remaining
+    samples spread over the micro-batches; some may be empty, so that every rank runs the
+    same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
+
+    ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``; the state counts
+    positions of the global order, so it resumes on another world size, micro-batch size
+    or accumulation (elastic resume) with nothing repeated or skipped.
+    """
+
+    def __init__(self, dataset, micro_batch_size, num_replicas=None, rank=None, *, accumulation_steps=None,
+                 global_batch_size=None, shuffle=True, seed=0, tail="drop", order="feistel", torch_generation=None,
+                 as_numpy=False):
+        who = "DistributedBatchSampler"
+        self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
+        if tail not in _TAILS:
+            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        if accumulation_steps is not None and global_batch_size is not None:
+            raise ConfigError(f"{who}: accumulation_steps {accumulation_steps} and global_batch_size "
+                              f"{global_batch_size} were both given (expected one of them)")
+        self.torch_generation = _resolve_order(who, order, torch_generation)
+        self.dataset = dataset
+        self.micro_batch_size = _unsigned(who, "micro_batch_size", micro_batch_size)
+        self._accumulation = 1 if accumulation_steps is None else _unsigned(who, "accumulation_steps",
+                                                                            accumulation_steps)
+        self._global = 0 if global_batch_size is None else _unsigned(who, "global_batch_size", global_batch_size)
+        if global_batch_size is not None and self._global == 0:
+            raise ConfigError(f"{who}: global_batch_size is 0 (expected a positive multiple of micro_batch_size "
+                              f"{self.micro_batch_size} x num_replicas {self.num_replicas})")
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.tail = tail
+        self.order = order
+        self.as_numpy = bool(as_numpy)
+        self.epoch = 0
+        self._base_key = self._config()
+        self._base = _core.batch_sampler(*self._base_key)
+        self.accumulation_steps = self._base.accumulation_steps
+        self.global_batch_size = self._base.global_batch_size
+        self._pending = None
+        self._prepared = None
+        self._progress = None
+
+    def _config(self):
+        return (self.order, len(self.dataset), self.rank, self.num_replicas, self.micro_batch_size,
+                self._accumulation, self._global, self.shuffle, _seed64("DistributedBatchSampler", self.seed),
+                self.tail, self.torch_generation)
+
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch`."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = _core.batch_sampler(*key)
+            self._base_key = key
+        self._base.set_epoch(epoch)
+        return self._base.copy()
+
+    @property
+    def num_steps(self):
+        """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""
+        if self._pending is not None:
+            return self._prepared.num_steps
+        return self._cpp(_unsigned("DistributedBatchSampler", "epoch", self.epoch)).num_steps
+
+    def __len__(self):
+        return self.num_steps * self.accumulation_steps
+
+    def set_epoch(self, epoch):
+        """Selects the epoch. A loaded state of another epoch is discarded."""
+        e = _unsigned("DistributedBatchSampler", "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = self._prepared = None
+        self.epoch = e
+
+    def __iter__(self):
+        if self._pending is not None:
+            return self._resume_pass()
+        return self._pass(self._cpp(self.epoch))
+
+    def _pass(self, core):
+        progress = _Progress(core, core.epoch)
+        self._progress = progress
+        total = core.num_steps * core.accumulation_steps
+        if self.as_numpy:
+            m = core.micro_batch_size
+
+            def fetch(first, count):
+                block, lengths = core.micro_batch_block(first, min(count, max(1, (1 << 16) // max(1, m))))
+                return [row if n == m else row[:n] for row, n in zip(block, lengths)]
+            return _generate(progress, fetch, total)
+        return _generate(progress, core.micro_batches, total)
+
+    def _resume_pass(self):
+        # A generator, for the reason given in DistributedSampler._resume_pass.
+        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
+        self._pending = self._prepared = None
+        yield from self._pass(core)
+
+    def state_dict(self):
+        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so far."""
+        if self._pending is not None:
+            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+        p = self._progress
+        if p is not None and p.epoch == self.epoch:
+            k = p.core.accumulation_steps
+            taken = p.taken()
+            text = p.core.state(taken // k, taken % k)
+        else:
+            text = self._cpp(self.epoch).state(0, 0)
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": text}
+
+    def load_state_dict(self, state_dict):
+        """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
+        text, epoch = _check_state_dict("DistributedBatchSampler.load_state_dict", state_dict)
+        core = self._cpp(epoch)
+        core.resume(text)
+        self._prepared = core
+        self._pending = text
+        self.epoch = epoch
+        self._progress = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_base"] = state["_prepared"] = state["_progress"] = None
+        if state["_pending"] is not None:
+            state["_pending"] = None
+            state["_pickled_pending"] = self._pending
+        return state
+
+    def __setstate__(self, state):
+        pending = state.pop("_pickled_pending", None)
+        self.__dict__.update(state)
+        if pending is not None:
+            self.load_state_dict({"epoch": self.epoch, "state": pending})
+
+
+ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"])
+ShardSample.__doc__ = "One sample of a shard stream: shard number, record offset in it, global index, padding flag."
+
+
+class ShardStream:
+    """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
+
+    Use it inside ``IterableDataset.__iter__``: ``for shard, offset, index, pad in
+    stream:`` reads this rank's, this worker's stream (the worker from
+    ``torch.utils.data.get_worker_info()``; one stream when not in a worker). Every
+    (rank, worker) slot gets the same count (``tail="pad"``, padding flagged; ``"drop"``;
+    ``"uneven"``: counts differ by at most one), all slots together are disjoint and
+    cover the epoch, and each worker reads few shards at a time, each in increasing
+    offsets. ``shard_sizes`` are the record counts of the shard files, in a fixed order.
+
+    Checkpointing from the main process: ``state_dict(batches, batch_size, num_workers)``
+    after the DataLoader (``batch_size`` per worker batch, ``num_workers`` workers) yielded
+    ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
+    iteration (the DataLoader pickles the dataset to its workers, pending state included),
+    and every stream continues with exactly the unread samples, on any world size or
+    worker count. With ``persistent_workers=True`` the workers keep the copy they were
+    started with, so ``set_epoch`` must reach them another way (torch's usual caveat).
+    """
+
+    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):
+        who = "ShardStream"
+        self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
+        if tail not in _TAILS:
+            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.tail = tail
+        self.epoch = 0
+        self._pending = None
+        self._sampler(1)
+
+    def _sampler(self, num_workers, rank=None):
+        return _core.shard_sampler(self.shard_sizes, self.rank if rank is None else rank, self.num_replicas,
+                                   num_workers, self.shuffle, _seed64("ShardStream", self.seed), self.tail)
+
+    def _positioned(self, num_workers, rank=None):
+        core = self._sampler(num_workers, rank)
+        if self._pending is not None:
+            core.resume(self._pending)
+        else:
+            core.set_epoch(self.epoch)
+        return core
+
+    def set_epoch(self, epoch):
+        """Selects the epoch; a loaded state of another epoch is discarded."""
+        e = _unsigned("ShardStream", "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = None
+        self.epoch = e
+
+    def worker_samples(self, worker, num_workers):
+        """The stream of one worker slot of this rank as a generator of ``ShardSample``."""
+        core = self._positioned(num_workers)
+        size = core.worker_size(worker)
+
+        def fetch(first, count):
+            return [ShardSample(*t) for t in core.samples(worker, first, count)]
+
+        return _generate(_Progress(core, core.epoch), fetch, size)
+
+    def __len__(self):
+        """Samples of this worker's stream (worker 0 of 1 outside a DataLoader worker)."""
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return self._positioned(num_workers).worker_size(worker)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return self.worker_samples(worker, num_workers)
+
+    def state_dict(self, batches, batch_size, num_workers):
+        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the
+        main process, each batching its stream by ``batch_size``) yielded ``batches``
+        batches (or all it had)."""
+        core = self._positioned(max(1, _unsigned("ShardStream", "num_workers", num_workers)))
+        text = core.state_after_batches(_unsigned("ShardStream", "batches", batches),
+                                        _unsigned("ShardStream", "batch_size", batch_size))
+        return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
+
+    def load_state_dict(self, state_dict):
+        """Validates now (``StateError`` with the C++ message); the next iteration resumes."""
+        text, epoch = _check_state_dict("ShardStream.load_state_dict", state_dict)
+        self._sampler(1).resume(text)
+        self._pending = text
+        self.epoch = epoch
+
+
+def _describe(sampler):
+    # What every rank must agree on, and what differs by rank.
+    if isinstance(sampler, ShardStream):
+        size = sum(sampler.shard_sizes)
+        kind, order, batch = "ShardStream", "shard", 0
+    else:
+        size = len(sampler.dataset)
+        kind = type(sampler).__name__
+        order = getattr(sampler, "order", "torch")
+        batch = getattr(sampler, "global_batch_size", 0)
+    return {
+        "sampler": kind,
+        "dataset_size": size,
+        "seed": sampler.seed,
+        "shuffle": bool(sampler.shuffle),
+        "tail": getattr(sampler, "tail", "drop" if getattr(sampler, "drop_last", False) else "pad"),
+        "order": order,
+        "epoch": sampler.epoch,
+        "global_batch_size": batch,
+        "num_replicas": sampler.num_replicas,
+        "rank": sampler.rank,
+    }
+
+
+def guard(sampler, group=None):
+    """Checks, with one all-gather over ``torch.distributed``, that every rank built the
+    same sampler: same dataset size, seed, shuffle, tail, order, epoch and world, and that
+    each rank's ``rank`` / ``num_replicas`` are its process rank and the group size.
+
+    Call it on every rank (a collective) after building the sampler, or after
+    ``set_epoch``. Raises ``ConfigError`` on every rank, naming the first rank that
+    differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
+    "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
+    these attributes, torch's own DistributedSampler included.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
+    mine = _describe(sampler)
+    size = dist.get_world_size(group)
+    gathered = [None] * size
+    dist.all_gather_object(gathered, mine, group=group)
+    for r, d in enumerate(gathered):
+        if d["num_replicas"] != size:
+            raise ConfigError(f"guard: rank {r} has num_replicas {d['num_replicas']} but the process group has "
+                              f"{size} processes (expected num_replicas={size})")
+        if d["rank"] != r:
+            raise ConfigError(f"guard: process {r} of the group built its sampler with rank {d['rank']} "
+                              f"(expected rank={r})")
+    reference = gathered[0]
+    for r, d in enumerate(gathered[1:], start=1):
+        for field in ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size"):
+            if d[field] != reference[field]:
+                raise ConfigError(
+                    f"guard: rank {r} has {field} {d[field]!r} but rank 0 has {field} {reference[field]!r} "
+                    f"(every rank must build the sampler with the same {field}; ranks then read disjoint shares)"
+                )
+    return gathered

@@ -1,0 +1,115 @@
+# Type stub of distsampler.torch.
+# SPDX-License-Identifier: MIT
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Sized, Union
+
+import numpy as np
+import torch.utils.data.distributed
+from torch.utils.data import Sampler
+
+StateDict = Dict[str, Any]
+
+def default_torch_generation(version: Optional[str] = ...) -> str: ...
+
+class DistributedSampler(torch.utils.data.distributed.DistributedSampler):
+    dataset: Sized
+    num_replicas: int
+    rank: int
+    epoch: int
+    seed: int
+    shuffle: bool
+    drop_last: bool
+    num_samples: int
+    total_size: int
+    order: str
+    tail: str
+    torch_generation: str
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        shuffle: bool = ...,
+        seed: int = ...,
+        drop_last: bool = ...,
+        *,
+        order: str = ...,
+        tail: Optional[str] = ...,
+        torch_generation: Optional[str] = ...,
+    ) -> None: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self, samples: Optional[int] = ...) -> StateDict: ...
+    def load_state_dict(self, state_dict: StateDict) -> None: ...
+    def is_padding(self, i: int) -> bool: ...
+    def indices(self, as_numpy: bool = ...) -> Union[List[int], np.ndarray]: ...
+
+class DistributedBatchSampler(Sampler[Union[List[int], np.ndarray]]):
+    dataset: Sized
+    num_replicas: int
+    rank: int
+    epoch: int
+    seed: int
+    shuffle: bool
+    tail: str
+    order: str
+    micro_batch_size: int
+    accumulation_steps: int
+    global_batch_size: int
+    as_numpy: bool
+    def __init__(
+        self,
+        dataset: Sized,
+        micro_batch_size: int,
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        *,
+        accumulation_steps: Optional[int] = ...,
+        global_batch_size: Optional[int] = ...,
+        shuffle: bool = ...,
+        seed: int = ...,
+        tail: str = ...,
+        order: str = ...,
+        torch_generation: Optional[str] = ...,
+        as_numpy: bool = ...,
+    ) -> None: ...
+    @property
+    def num_steps(self) -> int: ...
+    def __iter__(self) -> Iterator[Union[List[int], np.ndarray]]: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self) -> StateDict: ...
+    def load_state_dict(self, state_dict: StateDict) -> None: ...
+
+class ShardSample(NamedTuple):
+    shard: int
+    offset: int
+    index: int
+    is_padding: bool
+
+class ShardStream:
+    shard_sizes: List[int]
+    num_replicas: int
+    rank: int
+    epoch: int
+    seed: int
+    shuffle: bool
+    tail: str
+    def __init__(
+        self,
+        shard_sizes: Sequence[int],
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        *,
+        shuffle: bool = ...,
+        seed: int = ...,
+        tail: str = ...,
+    ) -> None: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def worker_samples(self, worker: int, num_workers: int) -> Iterator[ShardSample]: ...
+    def __iter__(self) -> Iterator[ShardSample]: ...
+    def __len__(self) -> int: ...
+    def state_dict(self, batches: int, batch_size: int, num_workers: int) -> StateDict: ...
+    def load_state_dict(self, state_dict: StateDict) -> None: ...
+
+def guard(sampler: Any, group: Any = ...) -> List[Dict[str, Any]]: ...

@@ -1,0 +1,118 @@
+# One process of the torch.distributed (gloo) tests: runs a scenario and writes what its DataLoader yielded as JSON.
+# SPDX-License-Identifier: MIT
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+
+import distsampler
+from distsampler.torch import DistributedBatchSampler, DistributedSampler, ShardStream, guard
+
+
+class Indices(Dataset):
+    """Sample i is i, so a batch shows which indices it holds."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+def as_list(batch):
+    """Collates a micro-batch as a list: tail "uneven" may give an empty one, which default_collate rejects."""
+    return batch
+
+
+def indices_of(loader, limit=None):
+    out = []
+    for j, batch in enumerate(loader):
+        out += [int(i) for i in batch]
+        if limit is not None and j + 1 == limit:
+            break  # before the loader asks its sampler for more
+    return out
+
+
+def main():
+    scenario, port, rank, world, out_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    result = {"rank": rank}
+    n = 1001
+    data = Indices(n)
+    try:
+        if scenario == "cover":
+            sampler = DistributedSampler(data, seed=5)  # world from torch.distributed
+            result["world"] = [sampler.rank, sampler.num_replicas]
+            guard(sampler)
+            for epoch in (0, 1):
+                sampler.set_epoch(epoch)
+                loader = DataLoader(data, batch_size=16, sampler=sampler, num_workers=2)
+                result[f"epoch{epoch}"] = indices_of(loader)
+                result[f"padding{epoch}"] = [sampler.is_padding(i) for i in range(len(sampler))]
+        elif scenario == "guard":
+            seed = 43 if rank == 2 else 42  # rank 2 made the shuffle(42 + rank) mistake
+            sampler = DistributedSampler(data, seed=seed)
+            try:
+                guard(sampler)
+                result["error"] = None
+            except distsampler.ConfigError as e:
+                result["error"] = str(e)
+            cases = {
+                "torch_error": torch.utils.data.distributed.DistributedSampler(data, seed=42, drop_last=rank == 1),
+                "size_error": DistributedSampler(Indices(1000) if rank == 3 else data, seed=42),
+                "world_error": DistributedSampler(data, num_replicas=3 if rank == 1 else 4, rank=rank, seed=42),
+                "batch_error": DistributedBatchSampler(data, 4, accumulation_steps=2, seed=1),
+                "shard_error": ShardStream([10, 20, 30], seed=3),
+                "shard_seed_error": ShardStream([10, 20, 30], seed=3 + (rank == 3)),
+            }
+            for name, s in cases.items():
+                try:
+                    guard(s)
+                    result[name] = None
+                except distsampler.ConfigError as e:
+                    result[name] = str(e)
+        elif scenario == "save":
+            # Every rank reads 5 batches, then the run stops; rank 0 saves the state.
+            sampler = DistributedSampler(data, seed=8, tail="uneven")
+            sampler.set_epoch(3)
+            loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
+            result["read"] = indices_of(loader, limit=5)
+            result["state"] = sampler.state_dict(samples=5 * 10)
+            saved = [None] * world
+            dist.all_gather_object(saved, result["state"])
+            result["all_equal"] = all(s == saved[0] for s in saved)
+        elif scenario == "resume":
+            with open(sys.argv[6]) as f:
+                state = json.load(f)
+            sampler = DistributedSampler(data, seed=8, tail="uneven")
+            sampler.load_state_dict(state)
+            sampler.set_epoch(3)
+            loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
+            result["read"] = indices_of(loader)
+        elif scenario == "batch_save":
+            batches = DistributedBatchSampler(data, 4, accumulation_steps=2, seed=2, tail="uneven")
+            loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
+            result["read"] = indices_of(loader, limit=7)
+            result["state"] = batches.state_dict()
+        elif scenario == "batch_resume":
+            with open(sys.argv[6]) as f:
+                state = json.load(f)
+            batches = DistributedBatchSampler(data, 3, global_batch_size=12, seed=2, tail="uneven")
+            batches.load_state_dict(state)
+            loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
+            result["read"] = indices_of(loader)
+        else:
+            raise SystemExit(f"unknown scenario {scenario}")
+    finally:
+        dist.destroy_process_group()
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()

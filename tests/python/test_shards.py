@@ -1,0 +1,98 @@
+# Tests of distsampler.torch.ShardStream inside an IterableDataset read by DataLoader workers, with resume.
+# SPDX-License-Identifier: MIT
+import pickle
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+import distsampler
+from distsampler.torch import ShardSample, ShardStream
+
+SIZES = [37, 5, 120, 64, 1, 80, 33]  # 340 samples in 7 shard files
+N = sum(SIZES)
+
+
+class Sharded(IterableDataset):
+    """Reads (index, is_padding) of each sample its stream names; a real dataset would open the shard files."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __iter__(self):
+        for s in self.stream:
+            yield torch.tensor([s.index, int(s.is_padding)])
+
+
+def read(stream, num_workers, batch_size=4, limit=None):
+    loader = DataLoader(Sharded(stream), batch_size=batch_size, num_workers=num_workers)
+    out = []
+    for j, batch in enumerate(loader):
+        out += [tuple(row) for row in batch.tolist()]
+        if limit is not None and j + 1 == limit:
+            break
+    return out
+
+
+@pytest.mark.parametrize("tail", ["pad", "uneven"])
+def test_ranks_and_workers_are_disjoint_and_covering(tail):
+    got = []
+    for rank in range(3):
+        stream = ShardStream(SIZES, 3, rank, seed=4, tail=tail)
+        sizes = [len(list(stream.worker_samples(w, 2))) for w in range(2)]
+        assert max(sizes) - min(sizes) <= (1 if tail == "uneven" else 0)
+        got += read(stream, num_workers=2)
+    real = sorted(i for i, pad in got if not pad)
+    assert real == list(range(N))
+    if tail == "pad":
+        assert len(got) == 6 * 57  # ceil(340 / 6) per (rank, worker) slot
+
+
+def test_samples_name_their_shard_and_offset():
+    starts = [sum(SIZES[:k]) for k in range(len(SIZES))]
+    stream = ShardStream(SIZES, 1, 0, seed=1)
+    samples = list(stream)
+    assert all(isinstance(s, ShardSample) for s in samples)
+    assert all(starts[s.shard] + s.offset == s.index and s.offset < SIZES[s.shard] for s in samples)
+    assert sorted(s.index for s in samples) == list(range(N))
+
+
+def test_epochs_differ_and_repeat():
+    a = ShardStream(SIZES, 2, 1, seed=3)
+    first = list(a)
+    a.set_epoch(1)
+    assert list(a) != first
+    a.set_epoch(0)
+    assert list(a) == first
+
+
+def test_stop_on_two_ranks_with_two_workers_resume_on_three_ranks_with_one():
+    first = []
+    states = []
+    for rank in range(2):
+        stream = ShardStream(SIZES, 2, rank, seed=6, tail="uneven")
+        first += read(stream, num_workers=2, batch_size=4, limit=7)
+        states.append(stream.state_dict(batches=7, batch_size=4, num_workers=2))
+    assert states[0] == states[1]
+    rest = []
+    for rank in range(3):
+        stream = pickle.loads(pickle.dumps(ShardStream(SIZES, 3, rank, seed=6, tail="uneven")))
+        stream.load_state_dict(states[0])
+        rest += read(stream, num_workers=1)
+    assert len(first) == 2 * 7 * 4
+    assert sorted(i for i, _ in first + rest) == list(range(N))
+
+
+def test_errors():
+    with pytest.raises(distsampler.ConfigError, match=r"tail 'x' is unknown"):
+        ShardStream(SIZES, 1, 0, tail="x")
+    with pytest.raises(distsampler.ConfigError, match=r"shard size -1 is out of range"):
+        ShardStream([3, -1], 1, 0)
+    stream = ShardStream(SIZES, 2, 0, seed=6)
+    with pytest.raises(distsampler.ConfigError, match=r"batch_size is 0 \(expected at least 1\)"):
+        stream.state_dict(batches=1, batch_size=0, num_workers=1)
+    other = ShardStream(SIZES[:-1], 2, 0, seed=6)
+    expected = (r"^StreamingShardSampler::(load_state|resume): dataset_size differs \(state 340, sampler 307\); "
+                r"shard sizes differ \(state layout 0x")
+    with pytest.raises(distsampler.StateError, match=expected):
+        other.load_state_dict(stream.state_dict(batches=1, batch_size=2, num_workers=1))
