@@ -76,10 +76,10 @@ ds::StreamingShardSampler make_shard_sampler(std::vector<std::uint64_t> sizes, c
   o.shuffle = shuffle;
   o.seed = seed;
   o.tail = tail;
-  return ds::StreamingShardSampler(std::move(sizes), world, num_workers, o);
+  return ds::StreamingShardSampler(std::move(sizes), world, o.with_num_workers(num_workers));
 }
 
-void shard_resume(ds::StreamingShardSampler& s, const ds::SamplerState& state) { s.load_state(state); }
+void shard_resume(ds::StreamingShardSampler& s, const ds::SamplerState& state) { s.resume(state); }
 
 // A list of Python ints from C++ indices (the fastest hand-over to a Python loop).
 py::list to_list(const std::vector<std::uint64_t>& values) {
@@ -241,10 +241,10 @@ void bind_shard_sampler(py::module_& m) {
       .def("worker_size", &Z::worker_size)
       .def("state_after_batches",
            [](const Z& z, std::uint64_t batches, std::uint64_t batch_size) {
-             return z.state_after_batches(batches, batch_size).to_text();
+             return ds::state_after_batches(z, batches, batch_size).to_text();
            })
       .def("state_per_worker",
-           [](const Z& z, const std::vector<std::uint64_t>& done) { return z.state_per_worker(done).to_text(); })
+           [](const Z& z, const std::vector<std::uint64_t>& done) { return z.state(ds::WorkerProgress(done)).to_text(); })
       // (shard, offset, index, is_padding) tuples of worker w's slots [first, first + count).
       .def("samples", [](const Z& z, std::uint64_t worker, std::uint64_t first, std::uint64_t count) {
         const std::uint64_t size = z.worker_size(worker);
