@@ -1,4 +1,4 @@
-# distsampler's own programs (tests, examples, benchmarks): warnings, sanitizers, and the shared pieces that keep the build fast.
+# distsampler's own programs (tests, examples, benchmarks): warnings, sanitizers, shared build pieces.
 # SPDX-License-Identifier: MIT
 
 # Warnings and sanitizers for distsampler's own programs (never imposed on consumers).

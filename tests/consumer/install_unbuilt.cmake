@@ -1,4 +1,4 @@
-# distsampler tests: configures distsampler (CLI and examples included) without building anything, installs it to PREFIX, checks what was installed.
+# distsampler tests: configures distsampler (CLI and examples too), installs it unbuilt to PREFIX, checks the result.
 # SPDX-License-Identifier: MIT
 # usage: cmake -DSOURCE_DIR=... -DWORK_DIR=... -DPREFIX=... -DGENERATOR=... -DCXX_COMPILER=... -P install_unbuilt.cmake
 foreach(var SOURCE_DIR WORK_DIR PREFIX GENERATOR CXX_COMPILER)

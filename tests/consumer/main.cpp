@@ -1,4 +1,4 @@
-// A tiny program that uses distsampler as a package: it must compile, link and partition, through every adapter it was built with.
+// A tiny program using distsampler as a package: it compiles, links and partitions through every adapter it has.
 // SPDX-License-Identifier: MIT
 #include <distsampler/distsampler.hpp>
 
