@@ -20,6 +20,7 @@ ensure_packages() {
 }
 
 # The packages every build needs.
-core_packages=(cmake make g++ catch2 libfmt-dev)
-# What the full test suite adds: MPI for the multi-process tests, libtorch for the adapter.
-test_packages=(openmpi-bin libopenmpi-dev libtorch-dev)
+core_packages=(cmake make ninja-build g++ catch2 libfmt-dev)
+# What the full test suite adds: MPI for the multi-process tests, libtorch for the adapter,
+# ccache (used when present) for rebuilds.
+test_packages=(openmpi-bin libopenmpi-dev libtorch-dev ccache)

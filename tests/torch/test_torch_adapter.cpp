@@ -1,6 +1,5 @@
 // distsampler tests: the libtorch adapter through make_data_loader, with reshuffling, resume and errors.
 // SPDX-License-Identifier: MIT
-#define CATCH_CONFIG_MAIN
 // torch brings glog, whose CHECK macro would shadow Catch's: use the prefixed names.
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
