@@ -12,7 +12,6 @@
 #endif
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -6,7 +6,6 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
