@@ -13,6 +13,7 @@
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
+#include "overlap_check.hpp"
 #include "state.hpp"
 #include "streaming_shard_sampler.hpp"
 #include "verify.hpp"

@@ -12,7 +12,6 @@
 #endif
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -34,14 +33,6 @@ namespace detail {
 
 inline void check(int code, const char* what) {
   if (code != MPI_SUCCESS) fail(what, code);
-}
-
-// Order-independent 64-bit hashes of one index: sums of these over a set of indices
-// identify the multiset with overwhelming probability (two unrelated bijections: the
-// SplitMix64 output of x, and of that output).
-constexpr std::uint64_t mix_a(std::uint64_t x) noexcept { return distsampler::detail::splitmix64(x); }
-constexpr std::uint64_t mix_b(std::uint64_t x) noexcept {
-  return distsampler::detail::splitmix64(distsampler::detail::splitmix64(x));
 }
 
 }  // namespace detail
@@ -95,155 +86,63 @@ void check_consistent(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
   }
 }
 
-/// What the overlap guard found for one epoch (the same on every rank).
-struct GuardReport {
-  bool ok = false;
-  std::uint64_t reads = 0;           ///< non-padding reads over all ranks
-  std::uint64_t expected_reads = 0;  ///< N, or N - N mod W under Tail::drop
-  std::uint64_t padding = 0;         ///< flagged padding slots over all ranks
-  std::string message;               ///< "ok: ..." or what is wrong
-};
+/// What the overlap guard found (distsampler::GuardReport, the same on every rank).
+using distsampler::GuardReport;
 
 /// The runtime overlap guard: proves that the ranks of a communicator together read
 /// every index of an epoch exactly once (padding excepted), or reports overlap or
-/// missing samples.
+/// missing samples. A ReadSums (read, padding, skip, merge; see overlap_check.hpp) that
+/// knows the dataset size and finishes over MPI.
 ///
 /// Each rank feeds what it read (`read`, `padding`) and, for tail policies that leave
-/// samples unread on purpose, what it skipped (`skip`, on one rank only). `finish`
-/// reduces the read count and two order-independent 64-bit hash sums of the indices; each
-/// rank also hashes its 1/W block of [0, N), so the expected sums cost O(N/W) per rank,
-/// like the epoch itself. Communication is one allreduce of 8 integers. A duplicated or
-/// missing index changes both sums unless two independent 64-bit hashes collide, so a
-/// broken partition passes with probability about 2^-64.
+/// samples unread on purpose, what it skipped (`skip`, each index on one rank only).
+/// `finish` sums the ranks' overlap_words (one allreduce of 9 integers); each rank hashes
+/// its 1/W block of [0, N), so the expected sums cost O(N/W) per rank, like the epoch
+/// itself. A broken partition passes with probability about 2^-64.
 ///
 /// O(1) memory; `read` is a few multiplications. Not thread-safe per object: give each
 /// loader thread its own guard and `merge` them before `finish`.
-class OverlapGuard {
+class OverlapGuard : public ReadSums {
  public:
   explicit OverlapGuard(std::uint64_t dataset_size) noexcept : n_(dataset_size) {}
 
-  void read(std::uint64_t index) noexcept {
-    ++local_[0];
-    local_[2] += detail::mix_a(index);
-    local_[3] += detail::mix_b(index);
-  }
-  void padding() noexcept { ++local_[1]; }
-  void skip(std::uint64_t index) noexcept {
-    ++local_[4];
-    local_[5] += detail::mix_a(index);
-    local_[6] += detail::mix_b(index);
-  }
-  void merge(const OverlapGuard& other) noexcept {
-    for (int i = 0; i < 7; ++i) local_[i] += other.local_[i];
-  }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
 
   /// Collective over `comm`: the verdict, identical on every rank. Throws config_error
   /// when an MPI call fails.
   [[nodiscard]] GuardReport finish(MPI_Comm comm = MPI_COMM_WORLD) const {
     const World world = world_from(comm);
-    std::uint64_t local[9] = {};
-    for (int i = 0; i < 7; ++i) local[i] = local_[i];
-    const std::uint64_t w = world.world_size, r = world.rank;
-    const std::uint64_t begin = n_ / w * r + std::min(r, n_ % w);
-    const std::uint64_t end = begin + n_ / w + (r < n_ % w ? 1 : 0);
-    for (std::uint64_t index = begin; index < end; ++index) {
-      local[7] += detail::mix_a(index);
-      local[8] += detail::mix_b(index);
-    }
-    std::uint64_t total[9] = {};
-    detail::check(MPI_Allreduce(local, total, 9, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
-    GuardReport report;
-    report.reads = total[0];
-    report.padding = total[1];
-    report.expected_reads = n_ - total[4];
-    const bool sums = total[2] + total[5] == total[7] && total[3] + total[6] == total[8];
-    report.ok = sums && report.reads == report.expected_reads;
-    const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
-                               " expected, " + std::to_string(report.padding) + " padding";
-    if (report.ok) {
-      report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
-    } else if (report.reads > report.expected_reads) {
-      report.message = "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
-    } else if (report.reads < report.expected_reads) {
-      report.message = "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
-    } else {
-      report.message = "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
-    }
-    return report;
+    const OverlapWords local = overlap_words(*this, n_, world);
+    OverlapWords total = {};
+    detail::check(
+        MPI_Allreduce(local.data(), total.data(), static_cast<int>(overlap_word_count), MPI_UINT64_T, MPI_SUM, comm),
+        "MPI_Allreduce");
+    return overlap_verdict(total, n_, world.world_size);
   }
 
  private:
   std::uint64_t n_;
-  // reads, padding, sum a, sum b, skipped, skipped sum a, skipped sum b
-  std::uint64_t local_[7] = {};
 };
 
-/// The overlap guard for one epoch of a DistributedSampler (or anything with its
-/// `dataset_size`, `size`, `operator[]`, `is_padding`, `options`, `world_size` and
-/// `index_at_position`): feeds this rank's reads, and on rank 0 the positions Tail::drop
-/// leaves unread, into an OverlapGuard. Collective over `comm`.
+/// The overlap guard for the current epoch, or the segment a resume left, of a
+/// DistributedSampler or DistributedBatchSampler: feeds this rank's reads and its share
+/// of the positions the segment leaves unread (segment_sums) into an OverlapGuard.
+/// Collective over `comm`; O(N / W + reads) per rank.
 template <class Sampler>
 [[nodiscard]] GuardReport guard_epoch(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
   OverlapGuard guard(sampler.dataset_size());
-  for (std::uint64_t i = 0; i < sampler.size(); ++i) {
-    if (sampler.is_padding(i)) {
-      guard.padding();
-    } else {
-      guard.read(sampler[i]);
-    }
-  }
-  if (world_from(comm).rank == 0 && sampler.options().tail == Tail::drop) {
-    const std::uint64_t n = sampler.dataset_size();
-    for (std::uint64_t p = n - n % sampler.world_size(); p < n; ++p) guard.skip(sampler.index_at_position(p));
-  }
+  guard.merge(segment_sums(sampler, world_from(comm)));
   return guard.finish(comm);
 }
 
 /// The overlap guard for one segment of a StreamingShardSampler (a whole epoch, or what
-/// a resumed state leaves): feeds every worker stream of this rank (padding flagged) and
-/// this rank's share of the positions the segment does not read (consumed before it,
-/// and the remainder Tail::drop leaves) into an OverlapGuard, so the verdict covers all
-/// N samples. Collective over `comm`; O(N / W + reads) per rank.
+/// a resumed state leaves): every worker stream of this rank (padding flagged) and this
+/// rank's share of the positions the segment does not read (consumed before it, and the
+/// remainder Tail::drop leaves), so the verdict covers all N samples. Collective over
+/// `comm`; O(N / W + reads) per rank.
 [[nodiscard]] inline GuardReport guard_shard_epoch(const StreamingShardSampler& sampler,
                                                    MPI_Comm comm = MPI_COMM_WORLD) {
-  const World mpi_world = world_from(comm);
-  OverlapGuard guard(sampler.dataset_size());
-  for (std::uint64_t w = 0; w < sampler.num_workers(); ++w) {
-    sampler.for_each(w, [&](const ShardSample& x) {
-      if (x.is_padding) {
-        guard.padding();
-      } else {
-        guard.read(x.index);
-      }
-    });
-  }
-  // Positions outside the segment, then the dropped end of the segment: rank r skips
-  // those congruent to r modulo the world size.
-  const auto ranges = sampler.remaining_ranges();
-  const std::uint64_t n = sampler.dataset_size(), k = sampler.consumers();
-  const std::uint64_t w = mpi_world.world_size, mine = mpi_world.rank;
-  auto skip = [&](std::uint64_t p) {
-    if (p % w == mine) guard.skip(sampler.at_global(p).index);
-  };
-  auto skip_range = [&](std::uint64_t begin, std::uint64_t end) {  // only this rank's positions
-    if (begin >= end) return;
-    std::uint64_t p = begin + (mine + w - begin % w) % w;
-    for (; p < end && p >= begin; p += w) guard.skip(sampler.at_global(p).index);
-  };
-  std::uint64_t p = 0, remaining = 0;
-  for (const PositionRange& r : ranges) {
-    skip_range(p, r.begin);
-    p = r.end;
-    remaining += r.size();
-  }
-  skip_range(p, n);
-  if (sampler.options().tail == Tail::drop) {
-    std::uint64_t dropped = remaining % k;  // the last `dropped` positions of the segment
-    for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {
-      for (std::uint64_t q = r->end; q > r->begin && dropped != 0; --q, --dropped) skip(q - 1);
-    }
-  }
-  return guard.finish(comm);
+  return guard_epoch(sampler, comm);
 }
 
 /// The state of the whole job's StreamingShardSampler epoch when worker w of this rank

@@ -6,7 +6,6 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -35,49 +34,10 @@ struct GuardKey {
   std::uint64_t rank = 0;  ///< the rank the sampler was built for; must be the process's own
 };
 
-/// Order-independent sums over the indices one rank read: equal multisets give equal
-/// sums; a duplicated or missing index changes both 64-bit sums unless two independent
-/// hashes collide (probability about 2^-64). O(1) per index, no allocation. Not
-/// thread-safe: give each thread its own and merge them.
-class ReadSums {
- public:
-  void read(std::uint64_t index) noexcept { add(0, index); }
-  /// A flagged padding slot (a duplicate by design: counted, not hashed).
-  void padding() noexcept { ++values_[3]; }
-  /// An index this segment leaves unread on purpose (consumed before it, or dropped by the
-  /// tail), fed by exactly one rank, so the sums cover all N samples.
-  void skip(std::uint64_t index) noexcept { add(4, index); }
-  void merge(const ReadSums& other) noexcept {
-    for (int i = 0; i < 7; ++i) values_[i] += other.values_[i];
-  }
-  /// reads, sum a, sum b, padding, skips, skip sum a, skip sum b.
-  [[nodiscard]] const std::uint64_t* values() const noexcept { return values_; }
-
-  [[nodiscard]] static std::uint64_t hash_a(std::uint64_t x) noexcept { return detail::splitmix64(x); }
-  [[nodiscard]] static std::uint64_t hash_b(std::uint64_t x) noexcept {
-    x ^= 0x5851f42d4c957f2du;
-    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdu;
-    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53u;
-    return x ^ (x >> 33);
-  }
-
- private:
-  void add(int at, std::uint64_t index) noexcept {
-    ++values_[at];
-    values_[at + 1] += hash_a(index);
-    values_[at + 2] += hash_b(index);
-  }
-  std::uint64_t values_[7] = {};
-};
-
-/// The verdict, identical on every rank.
-struct GuardReport {
-  bool ok = false;
-  std::uint64_t reads = 0;           ///< non-padding reads over all ranks
-  std::uint64_t expected_reads = 0;  ///< dataset_size minus what the segment leaves unread on purpose
-  std::uint64_t padding = 0;         ///< flagged padding slots over all ranks
-  std::string message;               ///< "ok: ..." or what is wrong
-};
+/// The sums a rank feeds (distsampler::ReadSums) and the verdict (distsampler::GuardReport)
+/// of the core overlap check (overlap_check.hpp).
+using distsampler::GuardReport;
+using distsampler::ReadSums;
 
 namespace detail {
 
@@ -116,7 +76,7 @@ inline std::uint64_t get(const std::vector<std::uint8_t>& in, std::size_t at) {
 // One rank's record: magic, the key, the claimed rank, the sums, and the hashes of its
 // 1/W block of [0, N) (the expected sums, computed in parallel).
 constexpr std::uint64_t record_magic = 0x6473677561726431u;  // "dsguard1"
-constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + 7 + 2;
+constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_word_count;
 
 [[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
                                       const std::exception& e) {
@@ -127,108 +87,50 @@ constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + 7 + 2;
                      " ranks to call the guard, equally often, on one store): " + reason);
 }
 
-// Positions [begin, end) congruent to `rank` modulo `world`: each rank skips its share.
-template <class F>
-void each_of_mine(std::uint64_t begin, std::uint64_t end, const World& process, F&& f) {
-  if (begin >= end) return;
-  const std::uint64_t w = process.world_size, r = process.rank;
-  for (std::uint64_t p = begin + (r + w - begin % w) % w; p < end && p >= begin; p += w) f(p);
-}
-
 template <class P>
-GuardKey key_of(const DistributedSampler<P>& s, ReadSums& sums, const World& process) {
-  for (std::uint64_t i = 0; i < s.size(); ++i) {
-    if (s.partition().is_padding(i)) {
-      sums.padding();
-    } else {
-      sums.read(s.get(i));
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
-  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % s.world_size() : remaining;
-  auto skip = [&](std::uint64_t p) { sums.skip(s.index_at_position(p)); };
-  each_of_mine(0, start, process, skip);
-  each_of_mine(start + covered, n, process, skip);
+GuardKey key_of(const DistributedSampler<P>& s) {
   const StateKey k = s.key();
-  return GuardKey{{family(k.sampler), n, k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
-                   k.fingerprint(), start, 0, 0, 0, 0, s.world_size()},
+  return GuardKey{{family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
+                   static_cast<std::uint64_t>(k.tail), k.fingerprint(), s.start(), 0, 0, 0, 0, s.world_size()},
                   s.rank()};
 }
 
 template <class P>
-GuardKey key_of(const DistributedBatchSampler<P>& s, ReadSums& sums, const World& process) {
-  for (std::uint64_t step = 0; step < s.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
-      const auto batch = s.micro_batch(step, k);
-      for (std::uint64_t e = 0; e < batch.size(); ++e) {
-        if (s.is_padding(step, k, e)) {
-          sums.padding();
-        } else {
-          sums.read(batch[static_cast<std::size_t>(e)]);
-        }
-      }
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
-  const std::uint64_t g = s.global_batch_size();
-  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % g : remaining;
-  auto skip = [&](std::uint64_t p) { sums.skip(s.index_at_position(p)); };
-  each_of_mine(0, start, process, skip);
-  each_of_mine(start + covered, n, process, skip);
+GuardKey key_of(const DistributedBatchSampler<P>& s) {
   const StateKey k = s.key();
-  return GuardKey{{family(k.sampler), n, k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
-                   k.fingerprint(), start, s.micro_batch_size(), s.accumulation_steps(), 0, 0, s.world_size()},
-                  s.rank()};
+  return GuardKey{
+      {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
+       k.fingerprint(), s.start(), s.micro_batch_size(), s.accumulation_steps(), 0, 0, s.world_size()},
+      s.rank()};
 }
 
-inline GuardKey key_of(const StreamingShardSampler& s, ReadSums& sums, const World& process) {
-  for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
-    s.for_each(w, [&](const ShardSample& x) {
-      if (x.is_padding) {
-        sums.padding();
-      } else {
-        sums.read(x.index);
-      }
-    });
-  }
-  const auto ranges = s.remaining_ranges();
-  const std::uint64_t n = s.dataset_size();
-  auto skip = [&](std::uint64_t p) { sums.skip(s.at_global(p).index); };
-  std::uint64_t p = 0, remaining = 0, layout = distsampler::detail::hash_field(0, s.engine_name());
+inline GuardKey key_of(const StreamingShardSampler& s) {
+  std::uint64_t layout = distsampler::detail::hash_field(0, s.engine_name());
   for (const std::uint64_t size : s.shard_sizes()) layout = distsampler::detail::hash_field(layout, size);
-  for (const PositionRange& r : ranges) {
-    each_of_mine(p, r.begin, process, skip);
-    p = r.end;
-    remaining += r.size();
+  for (const PositionRange& r : s.remaining_ranges()) {
     layout = distsampler::detail::hash_field(distsampler::detail::hash_field(layout, r.begin), r.end);
   }
-  each_of_mine(p, n, process, skip);
-  if (s.options().tail == Tail::drop) {
-    std::uint64_t dropped = remaining % s.consumers();  // the segment's last positions
-    for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {
-      for (std::uint64_t q = r->end; q > r->begin && dropped != 0; --q, --dropped) {
-        if ((q - 1) % process.world_size == process.rank) skip(q - 1);
-      }
-    }
-  }
   const ShardSamplerOptions& o = s.options();
-  return GuardKey{{3, n, o.seed, s.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail),
+  return GuardKey{{3, s.dataset_size(), o.seed, s.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail),
                    distsampler::detail::hash_field(0, s.engine_name()), s.start(), 0, 0, s.num_workers(),
                    distsampler::detail::mix64(layout), s.world().world_size},
                   s.world().rank};
 }
 
-template <class P>
-GuardKey key_of(const TorchSampler<P>& s, ReadSums& sums, const World& process) {
-  return key_of(s.sampler(), sums, process);
+// The library sampler a libtorch adapter reads (a snapshot of its pass), or the sampler itself.
+template <class Sampler>
+const Sampler& core_of(const Sampler& s) noexcept {
+  return s;
 }
 template <class P>
-GuardKey key_of(const TorchBatchSampler<P>& s, ReadSums& sums, const World& process) {
-  return key_of(s.batches(), sums, process);
+DistributedSampler<P> core_of(const TorchSampler<P>& s) {
+  return s.sampler();
 }
-inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& process) {
-  return key_of(s.sampler(), sums, process);
+template <class P>
+DistributedBatchSampler<P> core_of(const TorchBatchSampler<P>& s) {
+  return s.batches();
 }
+inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.sampler(); }
 
 }  // namespace detail
 
@@ -268,15 +170,7 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
   detail::put(mine, detail::record_magic);
   for (const std::uint64_t f : key.fields) detail::put(mine, f);
   detail::put(mine, key.rank);
-  for (int i = 0; i < 7; ++i) detail::put(mine, sums.values()[i]);
-  std::uint64_t block_a = 0, block_b = 0;
-  const std::uint64_t begin = n / w * r + std::min(r, n % w), end = begin + n / w + (r < n % w ? 1 : 0);
-  for (std::uint64_t index = begin; index < end; ++index) {
-    block_a += ReadSums::hash_a(index);
-    block_b += ReadSums::hash_b(index);
-  }
-  detail::put(mine, block_a);
-  detail::put(mine, block_b);
+  for (const std::uint64_t word : overlap_words(sums, n, process)) detail::put(mine, word);
 
   std::vector<std::string> keys;
   for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
@@ -304,7 +198,7 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
     detail::store_failed(who, process, ns, "read", e);
   }
 
-  std::uint64_t total[9] = {};
+  OverlapWords total = {};
   const std::vector<std::uint8_t>& first = records[0];
   for (std::uint64_t q = 0; q < w; ++q) {
     const std::vector<std::uint8_t>& rec = records[static_cast<std::size_t>(q)];
@@ -330,30 +224,9 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
                                  std::to_string(world) + " (expected its own rank " + std::to_string(q) + " of " +
                                  std::to_string(w) + ")");
     }
-    for (std::size_t i = 0; i < 9; ++i) total[i] += detail::get(rec, 2 + GuardKey::field_count + i);
+    for (std::size_t i = 0; i < overlap_word_count; ++i) total[i] += detail::get(rec, 2 + GuardKey::field_count + i);
   }
-  // total: reads, a, b, padding, skips, skip a, skip b, block a, block b.
-  GuardReport report;
-  report.reads = total[0];
-  report.padding = total[3];
-  report.expected_reads = n - std::min(n, total[4]);
-  const bool sums_match = total[1] + total[5] == total[7] && total[2] + total[6] == total[8];
-  report.ok = sums_match && report.reads == report.expected_reads;
-  const std::string counts = std::to_string(report.reads) + " reads of " + std::to_string(report.expected_reads) +
-                             " expected, " + std::to_string(report.padding) + " padding";
-  if (report.ok) {
-    report.message = "ok: disjoint and covering over " + std::to_string(w) + " ranks (" + counts + ")";
-  } else if (report.reads > report.expected_reads) {
-    report.message =
-        "overlap: " + std::to_string(report.reads - report.expected_reads) + " extra reads (" + counts + ")";
-  } else if (report.reads < report.expected_reads) {
-    report.message =
-        "missing: " + std::to_string(report.expected_reads - report.reads) + " samples not read (" + counts + ")";
-  } else {
-    report.message =
-        "overlap and missing samples: the right number of reads but not of the right indices (" + counts + ")";
-  }
-  return report;
+  return overlap_verdict(total, n, w);
 }
 
 /// Checks one epoch (or the segment a resume left) of `sampler` across the job: every
@@ -370,9 +243,8 @@ inline GuardKey key_of(const TorchShardSampler& s, ReadSums& sums, const World& 
 ///     if (!report.ok) throw std::runtime_error(report.message);
 template <class Sampler>
 [[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process) {
-  ReadSums sums;
-  const GuardKey key = detail::key_of(sampler, sums, process);
-  return check_reads(store, process, key, sums);
+  decltype(auto) core = detail::core_of(sampler);
+  return check_reads(store, process, detail::key_of(core), segment_sums(core, process));
 }
 
 /// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
