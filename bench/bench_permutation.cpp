@@ -1,5 +1,5 @@
-// Benchmarks of the permutation engines: FeistelPermutation per index (sequential, random, fill, one rank's strided epoch) and TorchRandperm construction.
-// SPDX-License-Identifier: MIT
+// Benchmarks of the permutation engines: FeistelPermutation per index (sequential, random, fill, one rank's strided
+// epoch) and TorchRandperm construction. SPDX-License-Identifier: MIT
 //
 //   bench_permutation                       N = 10^6 and 10^7 for TorchRandperm
 //   bench_permutation --large               also N = 10^8 (needs about 400 MB)

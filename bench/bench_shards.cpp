@@ -1,5 +1,5 @@
-// Benchmarks of StreamingShardSampler: planning an epoch of 10^5 shards / 10^10 samples, and the per-sample stream cost.
-// SPDX-License-Identifier: MIT
+// Benchmarks of StreamingShardSampler: planning an epoch of 10^5 shards / 10^10 samples, and the per-sample stream
+// cost. SPDX-License-Identifier: MIT
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -53,7 +53,12 @@ void BM_ShardStreamPerSample(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ShardStreamPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
+BENCHMARK(BM_ShardStreamPerSample)
+    ->ArgNames({"window", "resumed"})
+    ->Args({1, 0})
+    ->Args({16, 0})
+    ->Args({64, 0})
+    ->Args({16, 1});
 
 void BM_ShardFillPerSample(benchmark::State& state) {
   // The batched path a loader takes: a batch of 1024 samples at a time.
@@ -68,7 +73,12 @@ void BM_ShardFillPerSample(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
 }
-BENCHMARK(BM_ShardFillPerSample)->ArgNames({"window", "resumed"})->Args({1, 0})->Args({16, 0})->Args({64, 0})->Args({16, 1});
+BENCHMARK(BM_ShardFillPerSample)
+    ->ArgNames({"window", "resumed"})
+    ->Args({1, 0})
+    ->Args({16, 0})
+    ->Args({64, 0})
+    ->Args({16, 1});
 
 void BM_ShardIteratePerSample(benchmark::State& state) {
   // for (auto x : s.stream(w)): the chunked iterator, restarted at the end of the stream.

@@ -1,5 +1,5 @@
-// Prints docs/QUALITY.md's table: each shuffle-quality statistic for FeistelPermutation and for a true Fisher-Yates shuffle, with the test threshold.
-// SPDX-License-Identifier: MIT
+// Prints docs/QUALITY.md's table: each shuffle-quality statistic for FeistelPermutation and for a true Fisher-Yates
+// shuffle, with the test threshold. SPDX-License-Identifier: MIT
 //
 // The statistics, seeds and sizes are those of tests/test_feistel_quality.cpp.
 // Usage: feistel_quality_report > table.md   (about a minute with -O3)
@@ -44,8 +44,8 @@ int main() {
         fq::position_uniformity(n, seeds, feistel_order), fq::position_uniformity(n, seeds, reference_order));
   }
   for (const std::uint64_t n : {std::uint64_t{3}, std::uint64_t{4}, std::uint64_t{5}}) {
-    row("(a') permutation chi-square", "n=" + u(n) + ", 60000 seeds", fq::permutation_uniformity(n, 60000, feistel_order),
-        fq::permutation_uniformity(n, 60000, reference_order));
+    row("(a') permutation chi-square", "n=" + u(n) + ", 60000 seeds",
+        fq::permutation_uniformity(n, 60000, feistel_order), fq::permutation_uniformity(n, 60000, reference_order));
   }
 
   for (const std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 20, (std::uint64_t{1} << 20) + 1,
@@ -60,7 +60,8 @@ int main() {
         return std::make_pair(p(ab.first), p(ab.second));
       });
       fq::ReferenceRng rng(fq::reference_seed + n + ab.first);
-      const fq::Result reference = fq::pairwise_order(seeds, [&](std::uint64_t) { return fq::fisher_yates_pair(n, rng); });
+      const fq::Result reference =
+          fq::pairwise_order(seeds, [&](std::uint64_t) { return fq::fisher_yates_pair(n, rng); });
       row("(b) \\|P(p(a)<p(b)) - 1/2\\|", "n=" + u(n) + ", (a,b)=(" + u(ab.first) + "," + u(ab.second) + "), 1e5 seeds",
           feistel, reference);
     }

@@ -1,5 +1,5 @@
-// One rank's epoch with distsampler or libtorch's DistributedRandomSampler, for the side-by-side comparison in scripts/bench.
-// SPDX-License-Identifier: MIT
+// One rank's epoch with distsampler or libtorch's DistributedRandomSampler, for the side-by-side comparison in
+// scripts/bench. SPDX-License-Identifier: MIT
 #include <distsampler/distsampler.hpp>
 #ifdef DISTSAMPLER_BENCH_LIBTORCH
 #include <torch/data/samplers/distributed.h>

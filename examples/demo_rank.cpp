@@ -1,5 +1,5 @@
-// One training process of the demo: reads its rank from the launcher's environment and walks two epochs with two loader workers.
-// SPDX-License-Identifier: MIT
+// One training process of the demo: reads its rank from the launcher's environment and walks two epochs with two loader
+// workers. SPDX-License-Identifier: MIT
 #include <distsampler/distsampler.hpp>
 #include <distsampler/fmt.hpp>
 
@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
         }
         shown += "]";
       }
-      fmt::print("{} epoch {}: {} samples in {} micro-batches of {}; first:{}\n", world, epoch, sampler.size(),
-                 batches, batch, shown);
+      fmt::print("{} epoch {}: {} samples in {} micro-batches of {}; first:{}\n", world, epoch, sampler.size(), batches,
+                 batch, shown);
       // torch's DataLoader hands micro-batch b to worker b mod num_workers; each
       // worker thread records what it loaded.
       std::vector<std::thread> workers;

@@ -1,5 +1,5 @@
-// The demo's judge: reads what every rank and worker wrote and proves the partition, against the naive per-rank-seed scheme.
-// SPDX-License-Identifier: MIT
+// The demo's judge: reads what every rank and worker wrote and proves the partition, against the naive per-rank-seed
+// scheme. SPDX-License-Identifier: MIT
 #include <distsampler/distsampler.hpp>
 
 #include <fmt/format.h>
@@ -52,9 +52,10 @@ int main(int argc, char** argv) {
       fmt::print("epoch {}: distsampler: {} duplicate reads, {} never seen ({} flagged padding)\n", epoch, a.duplicates,
                  a.missing, a.padding_total());
     } else {
-      fmt::print("epoch {}: naive seed 42+rank: {:>4} duplicate reads, {:>4} never seen   |   distsampler: {} duplicate "
-                 "reads, {} never seen ({} flagged padding)\n",
-                 epoch, b.duplicates, b.missing, a.duplicates, a.missing, a.padding_total());
+      fmt::print(
+          "epoch {}: naive seed 42+rank: {:>4} duplicate reads, {:>4} never seen   |   distsampler: {} duplicate "
+          "reads, {} never seen ({} flagged padding)\n",
+          epoch, b.duplicates, b.missing, a.duplicates, a.missing, a.padding_total());
     }
     fmt::print("         distsampler partition: {}\n", a.summary());
     all_ok = all_ok && a.ok();

@@ -1,5 +1,5 @@
-// A libtorch training process: make_data_loader with distsampler's TorchSampler, a tiny model, two epochs; records what it loaded.
-// SPDX-License-Identifier: MIT
+// A libtorch training process: make_data_loader with distsampler's TorchSampler, a tiny model, two epochs; records what
+// it loaded. SPDX-License-Identifier: MIT
 #include <distsampler/torch.hpp>
 #include <torch/torch.h>
 
@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
 
   ds::TorchSampler<> sampler(n, world, ds::SamplerOptions().with_seed(42), ds::EpochMode::auto_advance);
-  auto loader = torch::data::make_data_loader(Synthetic(n), sampler,
-                                              torch::data::DataLoaderOptions().batch_size(16).workers(2));
+  auto loader =
+      torch::data::make_data_loader(Synthetic(n), sampler, torch::data::DataLoaderOptions().batch_size(16).workers(2));
   torch::nn::Linear model(2, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
 
@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
       loss_sum += loss.item<double>();
       ++batches;
     }
-    std::printf("rank %llu epoch %d: %zu batches, mean loss %.4f\n", static_cast<unsigned long long>(world.rank),
-                epoch, batches, batches ? loss_sum / static_cast<double>(batches) : 0.0);
+    std::printf("rank %llu epoch %d: %zu batches, mean loss %.4f\n", static_cast<unsigned long long>(world.rank), epoch,
+                batches, batches ? loss_sum / static_cast<double>(batches) : 0.0);
   }
   return 0;
 }

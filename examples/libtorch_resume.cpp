@@ -42,7 +42,9 @@ ds::TorchBatchSampler<> make_sampler(std::uint64_t n, const ds::World& world) {
   options.seed = 42;
   options.tail = ds::Tail::drop;
   const std::uint64_t accumulation = global_batch / (micro_batch * world.world_size);
-  return ds::TorchBatchSampler<>(ds::DistributedBatchSampler<>(n, world, ds::BatchSamplerOptions(options).with_micro_batch_size(micro_batch).with_accumulation_steps(accumulation)));
+  return ds::TorchBatchSampler<>(ds::DistributedBatchSampler<>(
+      n, world,
+      ds::BatchSamplerOptions(options).with_micro_batch_size(micro_batch).with_accumulation_steps(accumulation)));
 }
 
 std::string path(const std::string& dir, const std::string& name, std::uint64_t rank) {

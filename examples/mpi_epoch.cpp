@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(first));
     std::fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (world.rank == 0) std::printf("epoch %llu guard: %s\n", static_cast<unsigned long long>(epoch), report.message.c_str());
+    if (world.rank == 0)
+      std::printf("epoch %llu guard: %s\n", static_cast<unsigned long long>(epoch), report.message.c_str());
     failures += report.ok ? 0 : 1;
   }
   MPI_Finalize();

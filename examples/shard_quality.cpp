@@ -1,5 +1,5 @@
-// Measures shuffle quality on sorted one-class shards: mean total-variation distance of batch class histograms (docs/SHARDS.md).
-// SPDX-License-Identifier: MIT
+// Measures shuffle quality on sorted one-class shards: mean total-variation distance of batch class histograms
+// (docs/SHARDS.md). SPDX-License-Identifier: MIT
 //
 // Dataset: 1000 shards of 1000 samples; shard s holds only class s / 100 (10 classes, sorted).
 // Each of 8 ranks (1 worker) reads micro-batches of 64; the global batch is the i-th
@@ -97,7 +97,8 @@ void within_shard_table() {
   }
   const std::vector<std::uint64_t> sizes(shards, shard_size);
   for (const std::uint64_t run : {std::uint64_t{8}, std::uint64_t{1}}) {
-    for (const std::uint64_t window : {std::uint64_t{1}, std::uint64_t{4}, std::uint64_t{16}, std::uint64_t{64}, std::uint64_t{256}}) {
+    for (const std::uint64_t window :
+         {std::uint64_t{1}, std::uint64_t{4}, std::uint64_t{16}, std::uint64_t{64}, std::uint64_t{256}}) {
       distsampler::ShardSamplerOptions o;
       o.seed = 3;
       o.run_length = run;
@@ -138,7 +139,8 @@ int main() {
   }
   const std::vector<std::uint64_t> sizes(shards, shard_size);
   for (const std::uint64_t run : {std::uint64_t{64}, std::uint64_t{8}, std::uint64_t{1}}) {
-    for (const std::uint64_t open : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{4}, std::uint64_t{8}, std::uint64_t{16}, std::uint64_t{64}}) {
+    for (const std::uint64_t open : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{4}, std::uint64_t{8},
+                                     std::uint64_t{16}, std::uint64_t{64}}) {
       if (open * run > 512 || (run == 1 && open < 8)) continue;
       distsampler::ShardSamplerOptions o;
       o.seed = 3;

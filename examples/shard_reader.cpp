@@ -114,7 +114,8 @@ int read_rank(const std::string& dir, const std::string& segment, std::uint64_t 
     threads.emplace_back([&, w] {
       ShardFiles files(dir);
       const std::uint64_t n = done[static_cast<std::size_t>(w)];
-      std::ofstream out(dir + "/read-" + segment + "-r" + std::to_string(world.rank) + "-w" + std::to_string(w) + ".txt");
+      std::ofstream out(dir + "/read-" + segment + "-r" + std::to_string(world.rank) + "-w" + std::to_string(w) +
+                        ".txt");
       // Follow the read plan a block at a time: the loader knows which files to keep open.
       for (std::uint64_t i = 0; i < n; i += sampler.block_size()) {
         std::vector<std::uint64_t> keep;
@@ -166,9 +167,9 @@ int check(const std::string& dir, const std::vector<std::string>& files) {
     }
   }
   const bool ok = missing == 0 && duplicates == 0 && seen.size() == total;
-  std::cout << "VERDICT: " << (ok ? "OK" : "FAILED") << " records " << total << " read " << seen.size()
-            << " missing " << missing << " duplicates " << duplicates << " flagged padding " << padding
-            << " files " << per_file.size() << '\n';
+  std::cout << "VERDICT: " << (ok ? "OK" : "FAILED") << " records " << total << " read " << seen.size() << " missing "
+            << missing << " duplicates " << duplicates << " flagged padding " << padding << " files " << per_file.size()
+            << '\n';
   return ok ? 0 : 1;
 }
 

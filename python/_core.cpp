@@ -97,8 +97,7 @@ py::list to_list(const std::vector<std::uint64_t>& values) {
 }
 
 // int64 (what torch indexes with) unless an index could exceed its range.
-py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_size,
-                   std::vector<py::ssize_t> shape) {
+py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_size, std::vector<py::ssize_t> shape) {
   if (dataset_size - 1 > static_cast<std::uint64_t>(INT64_MAX) && dataset_size != 0) {
     py::array_t<std::uint64_t> out(shape);
     std::copy(values.begin(), values.end(), out.mutable_data());
@@ -244,7 +243,9 @@ void bind_shard_sampler(py::module_& m) {
              return ds::state_after_batches(z, batches, batch_size).to_text();
            })
       .def("state_per_worker",
-           [](const Z& z, const std::vector<std::uint64_t>& done) { return z.state(ds::WorkerProgress(done)).to_text(); })
+           [](const Z& z, const std::vector<std::uint64_t>& done) {
+             return z.state(ds::WorkerProgress(done)).to_text();
+           })
       // (shard, offset, index, is_padding) tuples of worker w's slots [first, first + count).
       .def("samples", [](const Z& z, std::uint64_t worker, std::uint64_t first, std::uint64_t count) {
         const std::uint64_t size = z.worker_size(worker);
@@ -329,8 +330,7 @@ PYBIND11_MODULE(_core, m) {
       "(rank, world_size, local_rank, local_world_size) from the launcher's environment (World::from_env rules), "
       "or None when no launcher variable is set.");
   m.def(
-      "validate_world",
-      [](std::uint64_t rank, std::uint64_t world_size) { (void)make_world(rank, world_size); },
+      "validate_world", [](std::uint64_t rank, std::uint64_t world_size) { (void)make_world(rank, world_size); },
       "Raises ConfigError unless 0 <= rank < world_size.");
   m.def(
       "parse_state",

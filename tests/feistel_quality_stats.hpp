@@ -1,5 +1,5 @@
-// Shuffle-quality statistics shared by tests/test_feistel_quality.cpp and bench/feistel_quality_report.cpp: FeistelPermutation against a true Fisher-Yates shuffle.
-// SPDX-License-Identifier: MIT
+// Shuffle-quality statistics shared by tests/test_feistel_quality.cpp and bench/feistel_quality_report.cpp:
+// FeistelPermutation against a true Fisher-Yates shuffle. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TESTS_FEISTEL_QUALITY_STATS_HPP
 #define DISTSAMPLER_TESTS_FEISTEL_QUALITY_STATS_HPP
 
@@ -122,7 +122,8 @@ Result position_uniformity(std::uint64_t n, std::uint64_t seeds, Shuffle&& shuff
   std::vector<double> count(static_cast<std::size_t>(n * n), 0.0);
   for (std::uint64_t s = 0; s < seeds; ++s) {
     const std::vector<std::uint64_t> v = shuffle(n, s);
-    for (std::uint64_t i = 0; i < n; ++i) count[static_cast<std::size_t>(i * n + v[static_cast<std::size_t>(i)])] += 1.0;
+    for (std::uint64_t i = 0; i < n; ++i)
+      count[static_cast<std::size_t>(i * n + v[static_cast<std::size_t>(i)])] += 1.0;
   }
   const double e = static_cast<double>(seeds) / static_cast<double>(n);
   double chi = 0;
@@ -144,7 +145,8 @@ Result permutation_uniformity(std::uint64_t n, std::uint64_t seeds, Shuffle&& sh
     std::uint64_t rank = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
       std::uint64_t smaller_after = 0;
-      for (std::uint64_t j = i + 1; j < n; ++j) smaller_after += v[static_cast<std::size_t>(j)] < v[static_cast<std::size_t>(i)];
+      for (std::uint64_t j = i + 1; j < n; ++j)
+        smaller_after += v[static_cast<std::size_t>(j)] < v[static_cast<std::size_t>(i)];
       rank = rank * (n - i) + smaller_after;
     }
     count[static_cast<std::size_t>(rank)] += 1.0;

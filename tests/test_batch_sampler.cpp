@@ -280,8 +280,9 @@ TEST_CASE("Auto epoch advance: each new pass reads the next epoch", "[batch][epo
   manual.next_epoch();
   CHECK(manual.epoch() == 1);
   manual.set_epoch(UINT64_MAX);
-  CHECK_THROWS_WITH(manual.next_epoch(), "DistributedBatchSampler: epoch 18446744073709551615 cannot advance "
-                                         "(expected an epoch below 18446744073709551615)");
+  CHECK_THROWS_WITH(manual.next_epoch(),
+                    "DistributedBatchSampler: epoch 18446744073709551615 cannot advance "
+                    "(expected an epoch below 18446744073709551615)");
 }
 
 TEST_CASE("Dataset sizes near 2^64 neither overflow nor materialise", "[batch][large]") {

@@ -75,7 +75,8 @@ TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with operator[] on every sl
   }
   DistributedSampler<TestType> s(10, World(0, 4));
   std::uint64_t out[4] = {};
-  CHECK_THROWS_WITH(s.fill(1, 3, out), "DistributedSampler::fill: position 3 is out of range for size 3 (expected 0..2)");
+  CHECK_THROWS_WITH(s.fill(1, 3, out),
+                    "DistributedSampler::fill: position 3 is out of range for size 3 (expected 0..2)");
 }
 
 TEMPLATE_TEST_CASE("DistributedSampler is a pure function of its inputs and set_epoch reshuffles", "[sampler]",
@@ -152,7 +153,8 @@ TEST_CASE("DistributedSampler rejects bad configuration and positions with messa
   const DistributedSampler<> empty(0, World(0, 4));
   CHECK(empty.empty());
   CHECK(empty.begin() == empty.end());
-  CHECK_THROWS_WITH(empty[0], "DistributedSampler::operator[]: position 0 is out of range for size 0 (the rank is empty)");
+  CHECK_THROWS_WITH(empty[0],
+                    "DistributedSampler::operator[]: position 0 is out of range for size 0 (the rank is empty)");
 }
 
 TEST_CASE("DistributedSampler<> handles datasets near 2^64 without materialising them", "[sampler][huge]") {

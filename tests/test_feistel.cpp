@@ -1,5 +1,5 @@
-// Tests of FeistelPermutation: bijection for every size, inverse, batch fill, determinism (golden values) and the noexcept contract.
-// SPDX-License-Identifier: MIT
+// Tests of FeistelPermutation: bijection for every size, inverse, batch fill, determinism (golden values) and the
+// noexcept contract. SPDX-License-Identifier: MIT
 
 #include <catch2/catch.hpp>
 
@@ -37,7 +37,8 @@ constexpr bool thorough = false;
 
 // The contract the samplers rely on, checked at compile time.
 static_assert(FeistelPermutation::random_access, "FeistelPermutation is random access");
-static_assert(std::is_default_constructible<FeistelPermutation::options_type>::value, "options are default-constructible");
+static_assert(std::is_default_constructible<FeistelPermutation::options_type>::value,
+              "options are default-constructible");
 static_assert(std::is_nothrow_constructible<FeistelPermutation, std::uint64_t, std::uint64_t, std::uint64_t>::value,
               "construction never throws");
 static_assert(std::is_nothrow_constructible<FeistelPermutation, std::uint64_t, std::uint64_t, std::uint64_t,
@@ -73,7 +74,8 @@ bool is_bijection(std::uint64_t n, std::uint64_t seed, std::uint64_t epoch, std:
     std::uint64_t largest = 0;
     for (std::uint64_t i = 0; i < m; ++i) largest = std::max(largest, images[i]);
     if (largest >= n) return false;
-    for (std::uint64_t i = 0; i < m; ++i) bits[static_cast<std::size_t>(images[i] / 64)] |= std::uint64_t{1} << (images[i] % 64);
+    for (std::uint64_t i = 0; i < m; ++i)
+      bits[static_cast<std::size_t>(images[i] / 64)] |= std::uint64_t{1} << (images[i] % 64);
   }
   std::uint64_t distinct = 0;
   for (const std::uint64_t word : bits) distinct += static_cast<std::uint64_t>(std::bitset<64>(word).count());
@@ -223,15 +225,15 @@ TEST_CASE("fill gives the same values as operator()", "[feistel]") {
   struct Case {
     std::uint64_t n, first, count, stride;
   };
-  const Case c = GENERATE(Case{0, 0, 0, 1}, Case{1, 0, 1, 1}, Case{7, 0, 7, 1}, Case{16, 3, 5, 2}, Case{17, 0, 17, 1},
-                          Case{1000, 0, 1000, 1}, Case{1000, 5, 199, 5}, Case{65537, 1, 65536, 1},
-                          Case{1'000'000, 63, 15625, 64}, Case{(std::uint64_t{1} << 20) + 1, 0, 1000, 1049},
-                          Case{~std::uint64_t{0}, ~std::uint64_t{0} - 1000, 1000, 1},
-                          Case{~std::uint64_t{0}, 12345, 777, std::uint64_t{1} << 50},
-                          // stride 0 repeats a position
-                          Case{1000, 999, 10, 0},
-                          // positions past the end follow operator()'s rule
-                          Case{1000, 990, 30, 1}, Case{1000, 1000, 3, 1}, Case{~std::uint64_t{0} - 5, 7, 4, ~std::uint64_t{0} / 3});
+  const Case c = GENERATE(
+      Case{0, 0, 0, 1}, Case{1, 0, 1, 1}, Case{7, 0, 7, 1}, Case{16, 3, 5, 2}, Case{17, 0, 17, 1},
+      Case{1000, 0, 1000, 1}, Case{1000, 5, 199, 5}, Case{65537, 1, 65536, 1}, Case{1'000'000, 63, 15625, 64},
+      Case{(std::uint64_t{1} << 20) + 1, 0, 1000, 1049}, Case{~std::uint64_t{0}, ~std::uint64_t{0} - 1000, 1000, 1},
+      Case{~std::uint64_t{0}, 12345, 777, std::uint64_t{1} << 50},
+      // stride 0 repeats a position
+      Case{1000, 999, 10, 0},
+      // positions past the end follow operator()'s rule
+      Case{1000, 990, 30, 1}, Case{1000, 1000, 3, 1}, Case{~std::uint64_t{0} - 5, 7, 4, ~std::uint64_t{0} / 3});
   CAPTURE(c.n, c.first, c.count, c.stride);
   const FeistelPermutation p(c.n, 11, 12);
   std::vector<std::uint64_t> out(static_cast<std::size_t>(c.count) + 1, 0xabcdu);
@@ -296,7 +298,10 @@ TEST_CASE("Golden values pin the order of format_version 2", "[feistel][golden]"
       {1000, 42, 1, {378, 195, 728, 413, 186, 862, 650, 827, 993, 935, 734, 349, 538, 290, 422, 780}},
       {1048577, 7, 3, {91230, 313513, 624298, 663070, 331715, 300502, 680578, 786258}},
       {1000000000, 42, 1, {208009317, 498836836, 573416409, 391602360, 794227510, 902391042, 644774656, 55320829}},
-      {18446744073709551615u, 0, 0, {18416815350856000627u, 13737401066861419243u, 10262945844791032967u, 16912397619138323821u}},
+      {18446744073709551615u,
+       0,
+       0,
+       {18416815350856000627u, 13737401066861419243u, 10262945844791032967u, 16912397619138323821u}},
   };
   for (const Golden& g : golden) {
     CAPTURE(g.n, g.seed, g.epoch);

@@ -33,7 +33,8 @@ using fq::reference_order;
 
 TEST_CASE("Every position holds every value equally often across seeds", "[feistel][quality]") {
   // 16: exact table; 17 and 32: 16 rounds (17 walks almost half the domain); 257: 8 rounds.
-  const auto sizes = GENERATE(table<std::uint64_t, std::uint64_t>({{16, 60000}, {17, 60000}, {32, 60000}, {257, 30000}}));
+  const auto sizes =
+      GENERATE(table<std::uint64_t, std::uint64_t>({{16, 60000}, {17, 60000}, {32, 60000}, {257, 30000}}));
   const std::uint64_t n = std::get<0>(sizes), seeds = std::get<1>(sizes);
   CAPTURE(n, seeds);
   const fq::Result feistel = fq::position_uniformity(n, seeds, feistel_order);
@@ -68,7 +69,8 @@ TEST_CASE("Any two positions come in either order with probability one half", "[
       return std::make_pair(p(ab.first), p(ab.second));
     });
     fq::ReferenceRng rng(fq::reference_seed + n + ab.first);
-    const fq::Result reference = fq::pairwise_order(seeds, [&](std::uint64_t) { return fq::fisher_yates_pair(n, rng); });
+    const fq::Result reference =
+        fq::pairwise_order(seeds, [&](std::uint64_t) { return fq::fisher_yates_pair(n, rng); });
     CAPTURE(feistel.value, reference.value, feistel.threshold);
     CHECK(reference.ok());
     CHECK(feistel.ok());

@@ -36,11 +36,11 @@ namespace {
 
 // The coverage make_torch_golden.py generates; the row counts below follow from it.
 // A truncated or regenerated-with-less-coverage file fails the count checks.
-constexpr std::uint64_t sizes_count = 11;         // N in {0, 1, 2, 3, 7, 10, 16, 100, 1000, 4096, 100003}
-constexpr std::uint64_t full_list_sizes = 7;      // those with N <= 16 are stored in full
-constexpr std::uint64_t rank_world_pairs = 36;    // W in 1..8, every rank: 1 + 2 + ... + 8
-constexpr std::uint64_t seeds_count = 7;          // 0, 1, 42, 2^32, 2^63 - 1, 2^64 - 1, -1
-constexpr std::uint64_t epochs_count = 4;         // 0..3
+constexpr std::uint64_t sizes_count = 11;       // N in {0, 1, 2, 3, 7, 10, 16, 100, 1000, 4096, 100003}
+constexpr std::uint64_t full_list_sizes = 7;    // those with N <= 16 are stored in full
+constexpr std::uint64_t rank_world_pairs = 36;  // W in 1..8, every rank: 1 + 2 + ... + 8
+constexpr std::uint64_t seeds_count = 7;        // 0, 1, 42, 2^32, 2^63 - 1, 2^64 - 1, -1
+constexpr std::uint64_t epochs_count = 4;       // 0..3
 constexpr std::uint64_t per_size = rank_world_pairs * seeds_count * epochs_count * 2 /*drop*/ * 2 /*shuffle*/;
 // torch raises where seed + epoch >= 2^64: seed 2^64 - 1, shuffle on, epochs 1..3.
 constexpr std::uint64_t errors_per_size = rank_world_pairs * 3 /*epochs*/ * 2 /*drop*/;
@@ -136,9 +136,9 @@ bool at_end(std::istringstream& in) {
 
 // The sampler rows' common prefix: N W rank shuffle drop_last seed seed_u64 epoch.
 bool read_key(std::istringstream& in, Row& row) {
-  return next_u64(in, row.n) && next_u64(in, row.world_size) && next_u64(in, row.rank) &&
-         next_bool(in, row.shuffle) && next_bool(in, row.drop_last) && static_cast<bool>(in >> row.seed_text) &&
-         next_u64(in, row.seed) && next_u64(in, row.epoch);
+  return next_u64(in, row.n) && next_u64(in, row.world_size) && next_u64(in, row.rank) && next_bool(in, row.shuffle) &&
+         next_bool(in, row.drop_last) && static_cast<bool>(in >> row.seed_text) && next_u64(in, row.seed) &&
+         next_u64(in, row.epoch);
 }
 
 bool parse_row(const std::string& line, Row& row) {
@@ -429,8 +429,7 @@ TEST_CASE("where torch overflows (seed + epoch >= 2^64) distsampler wraps mod 2^
   std::vector<std::uint64_t> got;
   for (const Row& row : g.error) {
     // Only the documented overflow is an acceptable torch error.
-    if (row.seed != seed_max || row.epoch == 0 || !row.shuffle ||
-        row.message.find("Overflow") == std::string::npos) {
+    if (row.seed != seed_max || row.epoch == 0 || !row.shuffle || row.message.find("Overflow") == std::string::npos) {
       mismatches.add(row.describe() + ": unexpected torch error: " + row.message);
       continue;
     }

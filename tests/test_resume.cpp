@@ -194,8 +194,8 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leaves a resumed segment",
-                   "[resume]", FeistelPermutation, TorchRandperm) {
+TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leaves a resumed segment", "[resume]",
+                   FeistelPermutation, TorchRandperm) {
   for (const std::uint64_t n : {0u, 1u, 7u, 10u, 64u, 101u}) {
     for (std::uint64_t w = 1; w <= 5; ++w) {
       for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
@@ -363,8 +363,9 @@ TEST_CASE("Mismatched states are refused with a message naming the difference", 
   CHECK_THROWS_WITH(resumed.state(335),
                     "DistributedSampler::state: samples_done 335 exceeds the samples per rank 334 (expected "
                     "0..334)");
-  CHECK_THROWS_WITH(resumed[334], "DistributedSampler::operator[]: position 334 is out of range for size 334 "
-                                  "(expected 0..333)");
+  CHECK_THROWS_WITH(resumed[334],
+                    "DistributedSampler::operator[]: position 334 is out of range for size 334 "
+                    "(expected 0..333)");
   // A failed resume leaves the sampler as it was.
   DistributedSampler<> kept(1000, World(0, 3),
                             SamplerOptions().with_shuffle(false).with_seed(42).with_tail(Tail::drop));

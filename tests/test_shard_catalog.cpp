@@ -70,9 +70,8 @@ TEST_CASE("the layout hash tells shard lists apart and is stable across versions
   const auto options = distsampler::ShardSamplerOptions();
   // Version 3 states name the order's options in the engine and keep the layout apart.
   CHECK(distsampler::shard_order_name(options) == "shard-shuffle-streams64-open8-run8-window16");
-  CHECK(distsampler::shard_order_name(
-            distsampler::ShardSamplerOptions(options).with_shuffle(false).with_shuffle_window(5)) ==
-        "shard-noshuffle-streams64-open8-run8-window1");
+  CHECK(distsampler::shard_order_name(distsampler::ShardSamplerOptions(options).with_shuffle(false).with_shuffle_window(
+            5)) == "shard-noshuffle-streams64-open8-run8-window1");
   // Version 1 and 2 states fingerprinted this name, so they still load.
   CHECK(distsampler::shard_legacy_order_name(options, ShardCatalog({100, 50, 0, 70})) ==
         "shard-v2 shuffle streams=64 open=8 run=8 window=16 shards=4 layout=0x33ede7b3b73c4b19");

@@ -121,7 +121,8 @@ TEST_CASE("TorchRandperm picks the algorithm by torch generation and size", "[to
   STATIC_REQUIRE_FALSE(TorchRandperm::uses_inside_out(t, TorchGeneration::v1));
   STATIC_REQUIRE_FALSE(TorchRandperm::uses_inside_out(UINT64_MAX, TorchGeneration::v1));
   // Below the threshold both generations give the same order.
-  CHECK(all(TorchRandperm(5000, 9, 1, {TorchGeneration::v1})) == all(TorchRandperm(5000, 9, 1, {TorchGeneration::v2_7})));
+  CHECK(all(TorchRandperm(5000, 9, 1, {TorchGeneration::v1})) ==
+        all(TorchRandperm(5000, 9, 1, {TorchGeneration::v2_7})));
 }
 
 TEST_CASE("TorchRandperm rejects an unknown generation and copies share the table", "[torch][errors]") {
@@ -159,7 +160,7 @@ TEST_CASE("A moved-from TorchRandperm is empty and every assignment keeps the ta
   b = TorchRandperm(20, 3, 4);
   b = std::move(a);
   CHECK(all(b) == order);
-  CHECK(a.size() == 0);  // NOLINT(bugprone-use-after-move)
+  CHECK(a.size() == 0);        // NOLINT(bugprone-use-after-move)
   a = TorchRandperm(7, 0, 0);  // a moved-from object accepts a new value
   CHECK(a.size() == 7);
   STATIC_REQUIRE(std::is_nothrow_move_assignable_v<TorchRandperm>);
@@ -179,8 +180,8 @@ TEST_CASE("TorchRandperm throws config_error naming n for every size it cannot h
   // Fits the vector's limits but not the address space: the allocation itself fails.
   // (AddressSanitizer aborts on such a request instead of throwing, so this runs without it.)
   const std::uint64_t huge = std::uint64_t{1} << 58;
-  CHECK_THROWS_WITH(TorchRandperm(huge, 0, 0),
-                    "TorchRandperm: out of memory materialising dataset_size " + std::to_string(huge) +
-                        " indices (use FeistelPermutation, which needs O(1) memory)");
+  CHECK_THROWS_WITH(TorchRandperm(huge, 0, 0), "TorchRandperm: out of memory materialising dataset_size " +
+                                                   std::to_string(huge) +
+                                                   " indices (use FeistelPermutation, which needs O(1) memory)");
 #endif
 }

@@ -47,7 +47,8 @@ TEST_CASE("check_partition reports imbalance, out-of-range indices and wrong pad
   CHECK(range.failures[0] == "2 indices are >= dataset_size 2");
 
   // Padding must be flagged exactly where the tail policy puts it.
-  const auto padded = check_partition(5, Lists{{0, 2, 4}, {1, 3, 0}}, Tail::pad, {{false, false, false}, {false, false, true}});
+  const auto padded =
+      check_partition(5, Lists{{0, 2, 4}, {1, 3, 0}}, Tail::pad, {{false, false, false}, {false, false, true}});
   CHECK(padded.ok());
   CHECK(padded.padding == std::vector<std::uint64_t>{0, 1});
   const auto unflagged = check_partition(5, Lists{{0, 2, 4}, {1, 3, 0}}, Tail::pad);
@@ -77,12 +78,14 @@ TEST_CASE("check_samplers catches the per-rank seed bug", "[verify]") {
 }
 
 TEST_CASE("check_partition rejects malformed input with messages", "[verify][errors]") {
-  CHECK_THROWS_WITH(check_partition(5, Lists{}, Tail::pad), "check_partition: no ranks given (expected at least one list)");
+  CHECK_THROWS_WITH(check_partition(5, Lists{}, Tail::pad),
+                    "check_partition: no ranks given (expected at least one list)");
   CHECK_THROWS_WITH(check_partition(5, Lists{{0}, {1}}, Tail::pad, {{false}}),
                     "check_partition: padding has 1 lists for 2 ranks (expected one per rank, or none)");
   CHECK_THROWS_WITH(check_partition(5, Lists{{0}, {1}}, Tail::pad, {{false}, {false, true}}),
                     "check_partition: rank 1 has 1 indices but 2 padding flags (expected equal)");
-  CHECK_THROWS_WITH(distsampler::PartitionChecker(5, 0, Tail::pad), "PartitionChecker: world_size is 0 (expected at least 1)");
+  CHECK_THROWS_WITH(distsampler::PartitionChecker(5, 0, Tail::pad),
+                    "PartitionChecker: world_size is 0 (expected at least 1)");
   distsampler::PartitionChecker checker(5, 2, Tail::pad);
   CHECK_THROWS_WITH(checker.add(2, 0), "PartitionChecker: rank 2 is out of range for world_size 2 (expected 0..1)");
 }
@@ -120,28 +123,31 @@ TEST_CASE("check_shard_samplers checks every worker stream of every rank", "[ver
 
 TEST_CASE("check_shard_samplers refuses inconsistent samplers with a message", "[verify][shards][errors]") {
   const std::vector<std::uint64_t> sizes{10, 20};
-  CHECK_THROWS_WITH(distsampler::check_shard_samplers(0, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(sizes, w);
-                    }),
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(
+                        0, [&](distsampler::World w) { return distsampler::StreamingShardSampler(sizes, w); }),
                     "check_shard_samplers: world_size is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(
-                          sizes, w, distsampler::ShardSamplerOptions().with_num_workers(1 + w.rank));
-                    }),
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(
+                        2,
+                        [&](distsampler::World w) {
+                          return distsampler::StreamingShardSampler(
+                              sizes, w, distsampler::ShardSamplerOptions().with_num_workers(1 + w.rank));
+                        }),
                     "check_shard_samplers: the sampler made for rank 1 has num_workers 2 (expected 1)");
-  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World) {
-                      return distsampler::StreamingShardSampler(sizes, distsampler::World(0, 3));
-                    }),
-                    "check_shard_samplers: the sampler made for rank 0 has world_size 3 (expected 2)");
-  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
-                      return distsampler::StreamingShardSampler(w.rank == 0 ? sizes : std::vector<std::uint64_t>{10},
-                                                                w);
-                    }),
+  CHECK_THROWS_WITH(
+      distsampler::check_shard_samplers(
+          2, [&](distsampler::World) { return distsampler::StreamingShardSampler(sizes, distsampler::World(0, 3)); }),
+      "check_shard_samplers: the sampler made for rank 0 has world_size 3 (expected 2)");
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2,
+                                                      [&](distsampler::World w) {
+                                                        return distsampler::StreamingShardSampler(
+                                                            w.rank == 0 ? sizes : std::vector<std::uint64_t>{10}, w);
+                                                      }),
                     "check_shard_samplers: the sampler made for rank 1 has dataset_size 10 (expected 30)");
-  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2, [&](distsampler::World w) {
-                      distsampler::ShardSamplerOptions o;
-                      o.tail = w.rank == 0 ? Tail::pad : Tail::drop;
-                      return distsampler::StreamingShardSampler(sizes, w, o);
-                    }),
+  CHECK_THROWS_WITH(distsampler::check_shard_samplers(2,
+                                                      [&](distsampler::World w) {
+                                                        distsampler::ShardSamplerOptions o;
+                                                        o.tail = w.rank == 0 ? Tail::pad : Tail::drop;
+                                                        return distsampler::StreamingShardSampler(sizes, w, o);
+                                                      }),
                     "check_shard_samplers: the sampler made for rank 1 has tail drop (expected pad)");
 }

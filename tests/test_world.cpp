@@ -51,7 +51,8 @@ TEST_CASE("World is a single process by default and validates explicit construct
   CHECK_THROWS_WITH(World(0, 0), "World: world_size is 0 (expected at least 1)");
   CHECK_THROWS_WITH(World(0, 4, 2, 2), "World: local_rank 2 is out of range for local_world_size 2 (expected 0..1)");
   CHECK_THROWS_WITH(World(0, 4, 0, 0), "World: local_world_size is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(World(0, 4, 0, 8), "World: local_world_size 8 exceeds world_size 4 (expected local_world_size <= world_size)");
+  CHECK_THROWS_WITH(World(0, 4, 0, 8),
+                    "World: local_world_size 8 exceeds world_size 4 (expected local_world_size <= world_size)");
   CHECK_THROWS_AS(World(4, 4), std::invalid_argument);
 }
 
@@ -64,7 +65,9 @@ TEST_CASE("World::from_env reads torchrun's variables", "[world][env]") {
 }
 
 TEST_CASE("World::from_env falls back to Open MPI, then PMI, then SLURM", "[world][env]") {
-  CHECK(from({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+  CHECK(from({{"OMPI_COMM_WORLD_RANK", "3"},
+              {"OMPI_COMM_WORLD_SIZE", "4"},
+              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}) == World(3, 4, 1, 2));
   CHECK(from({{"PMI_RANK", "6"}, {"PMI_SIZE", "7"}}) == World(6, 7));
   CHECK(from({{"PMI_RANK", "6"}, {"PMI_SIZE", "7"}, {"MPI_LOCALRANKID", "2"}, {"MPI_LOCALNRANKS", "3"}}) ==
@@ -77,9 +80,8 @@ TEST_CASE("World::from_env falls back to Open MPI, then PMI, then SLURM", "[worl
 
 TEST_CASE("World::from_env prefers the innermost launcher", "[world][env]") {
   // torchrun started by srun inside mpirun: RANK describes this trainer process.
-  const Env all = {{"RANK", "1"},         {"WORLD_SIZE", "2"},         {"OMPI_COMM_WORLD_RANK", "0"},
-                   {"OMPI_COMM_WORLD_SIZE", "1"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "1"},
-                   {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}};
+  const Env all = {{"RANK", "1"},     {"WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"},
+                   {"PMI_RANK", "0"}, {"PMI_SIZE", "1"},   {"SLURM_PROCID", "0"},         {"SLURM_NTASKS", "1"}};
   CHECK(from(all) == World(1, 2));
   Env no_torch = all;
   no_torch.erase("RANK");
@@ -93,7 +95,8 @@ TEST_CASE("World::from_env prefers the innermost launcher", "[world][env]") {
   CHECK_THROWS_WITH(from(broken), "World::from_env: RANK=\"x\" is not a decimal integer (expected only digits 0-9)");
 }
 
-TEST_CASE("World::from_env rejects malformed values with the variable and value in the message", "[world][env][errors]") {
+TEST_CASE("World::from_env rejects malformed values with the variable and value in the message",
+          "[world][env][errors]") {
   CHECK(error_of({}) ==
         "World::from_env: no launcher environment found (looked for RANK/WORLD_SIZE, "
         "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS); to run as one "

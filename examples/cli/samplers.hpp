@@ -120,14 +120,13 @@ void with_batch_sampler(const OrderFlags& order, const BatchFlags& batch, std::u
   };
   if (order.engine == Engine::torch) {
     auto s = library(flags, [&] {
-      return ds::DistributedBatchSampler<ds::TorchRandperm>(
-          order.size, ds::World(rank, order.world_size), options, {order.generation});
+      return ds::DistributedBatchSampler<ds::TorchRandperm>(order.size, ds::World(rank, order.world_size), options,
+                                                            {order.generation});
     });
     prepare(s);
   } else {
-    auto s = library(flags, [&] {
-      return ds::DistributedBatchSampler<>(order.size, ds::World(rank, order.world_size), options);
-    });
+    auto s = library(
+        flags, [&] { return ds::DistributedBatchSampler<>(order.size, ds::World(rank, order.world_size), options); });
     prepare(s);
   }
 }

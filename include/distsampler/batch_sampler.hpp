@@ -290,8 +290,15 @@ class DistributedBatchSampler {
 
     iterator() noexcept = default;
     [[nodiscard]] StepView operator*() const noexcept { return StepView(sampler_, step_); }
-    iterator& operator++() noexcept { ++step_; return *this; }
-    iterator operator++(int) noexcept { iterator old = *this; ++step_; return old; }
+    iterator& operator++() noexcept {
+      ++step_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      ++step_;
+      return old;
+    }
     [[nodiscard]] friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.step_ == b.step_; }
     [[nodiscard]] friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.step_ != b.step_; }
 

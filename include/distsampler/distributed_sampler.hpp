@@ -242,12 +242,32 @@ class DistributedSampler {
     /// Throws std::out_of_range past the sampler's current size().
     [[nodiscard]] bool is_padding() const { return sampler_->is_padding(i_); }
 
-    iterator& operator++() noexcept { ++i_; return *this; }
-    iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
-    iterator& operator--() noexcept { --i_; return *this; }
-    iterator operator--(int) noexcept { iterator old = *this; --i_; return old; }
-    iterator& operator+=(difference_type k) noexcept { i_ += static_cast<std::uint64_t>(k); return *this; }
-    iterator& operator-=(difference_type k) noexcept { i_ -= static_cast<std::uint64_t>(k); return *this; }
+    iterator& operator++() noexcept {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      ++i_;
+      return old;
+    }
+    iterator& operator--() noexcept {
+      --i_;
+      return *this;
+    }
+    iterator operator--(int) noexcept {
+      iterator old = *this;
+      --i_;
+      return old;
+    }
+    iterator& operator+=(difference_type k) noexcept {
+      i_ += static_cast<std::uint64_t>(k);
+      return *this;
+    }
+    iterator& operator-=(difference_type k) noexcept {
+      i_ -= static_cast<std::uint64_t>(k);
+      return *this;
+    }
     [[nodiscard]] friend iterator operator+(iterator it, difference_type k) noexcept { return it += k; }
     [[nodiscard]] friend iterator operator+(difference_type k, iterator it) noexcept { return it += k; }
     [[nodiscard]] friend iterator operator-(iterator it, difference_type k) noexcept { return it -= k; }

@@ -1,5 +1,5 @@
-// distsampler umbrella header: the whole core (standard library only); adapters such as fmt.hpp are included separately.
-// SPDX-License-Identifier: MIT
+// distsampler umbrella header: the whole core (standard library only); adapters such as fmt.hpp are included
+// separately. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DISTSAMPLER_HPP
 #define DISTSAMPLER_DISTSAMPLER_HPP
 

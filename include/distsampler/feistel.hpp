@@ -1,5 +1,5 @@
-// distsampler FeistelPermutation: the default shuffle, a keyed O(1)-memory bijection on [0, n) with random access and inverse.
-// SPDX-License-Identifier: MIT
+// distsampler FeistelPermutation: the default shuffle, a keyed O(1)-memory bijection on [0, n) with random access and
+// inverse. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_FEISTEL_HPP
 #define DISTSAMPLER_FEISTEL_HPP
 
@@ -147,8 +147,7 @@ class FeistelPermutation {
   void fill(std::uint64_t first_position, std::uint64_t count, std::uint64_t* out,
             std::uint64_t stride = 1) const noexcept {
     if (count == 0) return;
-    const bool in_range =
-        first_position < n_ && (stride == 0 || count - 1 <= (n_ - 1 - first_position) / stride);
+    const bool in_range = first_position < n_ && (stride == 0 || count - 1 <= (n_ - 1 - first_position) / stride);
     if (!in_range || rounds_ == 0) {
       for (std::uint64_t j = 0; j < count; ++j) out[j] = (*this)(first_position + j * stride);
       return;
@@ -236,8 +235,9 @@ class FeistelPermutation {
   // interleave, so the multiplier stays busy instead of waiting on one dependency chain.
   // Written out by hand because -O2 does not unroll loops over small arrays.
   static constexpr std::size_t lanes = 4;
-  constexpr void encrypt_lanes(std::uint64_t x0, std::uint64_t x1, std::uint64_t x2, std::uint64_t x3, std::uint64_t* y0,
-                               std::uint64_t* y1, std::uint64_t* y2, std::uint64_t* y3) const noexcept {
+  constexpr void encrypt_lanes(std::uint64_t x0, std::uint64_t x1, std::uint64_t x2, std::uint64_t x3,
+                               std::uint64_t* y0, std::uint64_t* y1, std::uint64_t* y2,
+                               std::uint64_t* y3) const noexcept {
     std::uint64_t l0 = x0 >> right_bits_, l1 = x1 >> right_bits_, l2 = x2 >> right_bits_, l3 = x3 >> right_bits_;
     std::uint64_t r0 = x0 & right_mask_, r1 = x1 & right_mask_, r2 = x2 & right_mask_, r3 = x3 & right_mask_;
     const unsigned ls = left_shift_, rs = right_shift_;

@@ -1,5 +1,5 @@
-// distsampler fmt adapter (opt-in): fmt formatters for World, Tail, SamplerOptions, TorchGeneration and PartitionReport.
-// SPDX-License-Identifier: MIT
+// distsampler fmt adapter (opt-in): fmt formatters for World, Tail, SamplerOptions, TorchGeneration and
+// PartitionReport. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_FMT_HPP
 #define DISTSAMPLER_FMT_HPP
 

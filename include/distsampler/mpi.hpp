@@ -1,5 +1,5 @@
-// distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check, a runtime overlap guard and the job-wide shard state.
-// SPDX-License-Identifier: MIT
+// distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check, a runtime overlap
+// guard and the job-wide shard state. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_MPI_HPP
 #define DISTSAMPLER_MPI_HPP
 
@@ -28,7 +28,8 @@ namespace detail {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(code, text, &length);
-  distsampler::detail::throw_config_error("distsampler::mpi: " + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  distsampler::detail::throw_config_error("distsampler::mpi: " + what +
+                                          " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 inline void check(int code, const char* what) {
@@ -62,8 +63,13 @@ template <class Sampler>
 void check_consistent(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
   const World mpi_world = world_from(comm);
   const SamplerOptions& o = sampler.options();
-  const std::uint64_t mine[7] = {sampler.dataset_size(), o.seed, sampler.epoch(), o.shuffle ? 1u : 0u,
-                                 static_cast<std::uint64_t>(o.tail), sampler.rank(), sampler.world_size()};
+  const std::uint64_t mine[7] = {sampler.dataset_size(),
+                                 o.seed,
+                                 sampler.epoch(),
+                                 o.shuffle ? 1u : 0u,
+                                 static_cast<std::uint64_t>(o.tail),
+                                 sampler.rank(),
+                                 sampler.world_size()};
   std::vector<std::uint64_t> all(7 * static_cast<std::size_t>(mpi_world.world_size));
   detail::check(MPI_Allgather(mine, 7, MPI_UINT64_T, all.data(), 7, MPI_UINT64_T, comm), "MPI_Allgather");
   static const char* const names[5] = {"dataset_size", "seed", "epoch", "shuffle", "tail"};
@@ -71,17 +77,17 @@ void check_consistent(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
     const std::uint64_t* theirs = &all[static_cast<std::size_t>(7 * r)];
     for (int f = 0; f < 5; ++f) {
       if (theirs[f] != all[static_cast<std::size_t>(f)]) {
-        distsampler::detail::throw_config_error(
-            "distsampler::mpi::check_consistent: rank " + std::to_string(r) + " has " + names[f] + " " +
-            std::to_string(theirs[f]) + " but rank 0 has " + std::to_string(all[static_cast<std::size_t>(f)]) +
-            " (expected the same on every rank)");
+        distsampler::detail::throw_config_error("distsampler::mpi::check_consistent: rank " + std::to_string(r) +
+                                                " has " + names[f] + " " + std::to_string(theirs[f]) +
+                                                " but rank 0 has " + std::to_string(all[static_cast<std::size_t>(f)]) +
+                                                " (expected the same on every rank)");
       }
     }
     if (theirs[5] != r || theirs[6] != mpi_world.world_size) {
-      distsampler::detail::throw_config_error(
-          "distsampler::mpi::check_consistent: MPI rank " + std::to_string(r) + " of " +
-          std::to_string(mpi_world.world_size) + " built its sampler as rank " + std::to_string(theirs[5]) + " of " +
-          std::to_string(theirs[6]) + " (expected its own MPI rank and size)");
+      distsampler::detail::throw_config_error("distsampler::mpi::check_consistent: MPI rank " + std::to_string(r) +
+                                              " of " + std::to_string(mpi_world.world_size) +
+                                              " built its sampler as rank " + std::to_string(theirs[5]) + " of " +
+                                              std::to_string(theirs[6]) + " (expected its own MPI rank and size)");
     }
   }
 }
@@ -188,7 +194,8 @@ template <class Sampler>
   // all[r * workers + k] is rank r's worker k: consumer k * world_size + r.
   std::vector<std::uint64_t> done(all.size());
   for (std::uint64_t r = 0; r < w; ++r) {
-    for (std::uint64_t k = 0; k < workers; ++k) done[static_cast<std::size_t>(k * w + r)] = all[static_cast<std::size_t>(r * workers + k)];
+    for (std::uint64_t k = 0; k < workers; ++k)
+      done[static_cast<std::size_t>(k * w + r)] = all[static_cast<std::size_t>(r * workers + k)];
   }
   return sampler.state(ConsumerProgress(std::move(done)));
 }

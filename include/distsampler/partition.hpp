@@ -1,5 +1,5 @@
-// distsampler partition: which positions of an epoch's order belong to one rank, and what the tail policy does with the remainder.
-// SPDX-License-Identifier: MIT
+// distsampler partition: which positions of an epoch's order belong to one rank, and what the tail policy does with the
+// remainder. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_PARTITION_HPP
 #define DISTSAMPLER_PARTITION_HPP
 
@@ -35,9 +35,15 @@ class StridedPartition {
     detail::check_tail(tail, "Partition");
     const std::uint64_t whole = n_ / world_size_, rest = n_ % world_size_;
     switch (tail_) {
-      case Tail::pad: size_ = whole + (rest != 0 ? 1 : 0); break;
-      case Tail::drop: size_ = whole; break;
-      case Tail::uneven: size_ = whole + (rank_ < rest ? 1 : 0); break;
+      case Tail::pad:
+        size_ = whole + (rest != 0 ? 1 : 0);
+        break;
+      case Tail::drop:
+        size_ = whole;
+        break;
+      case Tail::uneven:
+        size_ = whole + (rank_ < rest ? 1 : 0);
+        break;
     }
   }
 
@@ -78,9 +84,7 @@ class StridedPartition {
   friend constexpr bool operator==(const StridedPartition& a, const StridedPartition& b) noexcept {
     return a.n_ == b.n_ && a.rank_ == b.rank_ && a.world_size_ == b.world_size_ && a.tail_ == b.tail_;
   }
-  friend constexpr bool operator!=(const StridedPartition& a, const StridedPartition& b) noexcept {
-    return !(a == b);
-  }
+  friend constexpr bool operator!=(const StridedPartition& a, const StridedPartition& b) noexcept { return !(a == b); }
 
  private:
   std::uint64_t n_ = 0;

@@ -194,8 +194,8 @@ inline TorchRandperm::TorchRandperm(std::uint64_t n, std::uint64_t seed, std::ui
   const std::uint64_t most = narrow ? std::vector<std::uint32_t>().max_size() : std::vector<std::uint64_t>().max_size();
   if (n > SIZE_MAX / width || n > most) {
     detail::throw_config_error("TorchRandperm: dataset_size " + std::to_string(n) + " needs " + std::to_string(width) +
-                               " bytes per index, more than this address space holds (at most " +
-                               std::to_string(most) + " indices; use FeistelPermutation, which needs O(1) memory)");
+                               " bytes per index, more than this address space holds (at most " + std::to_string(most) +
+                               " indices; use FeistelPermutation, which needs O(1) memory)");
   }
   const std::uint64_t s = torch_seed(seed, epoch);
   try {

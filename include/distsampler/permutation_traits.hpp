@@ -58,24 +58,22 @@ struct has_random_access_flag<P, std::void_t<decltype(static_cast<bool>(P::rando
 template <class P, class = void>
 struct has_engine_name : std::false_type {};
 template <class P>
-struct has_engine_name<P, std::void_t<decltype(std::string_view(P::name(
-                              std::declval<const typename P::options_type&>())))>> : std::true_type {};
+struct has_engine_name<
+    P, std::void_t<decltype(std::string_view(P::name(std::declval<const typename P::options_type&>())))>>
+    : std::true_type {};
 
 template <class P, class = void>
 struct has_format_version : std::false_type {};
 template <class P>
-struct has_format_version<P, std::void_t<decltype(static_cast<std::uint32_t>(P::format_version))>>
-    : std::true_type {};
+struct has_format_version<P, std::void_t<decltype(static_cast<std::uint32_t>(P::format_version))>> : std::true_type {};
 
 }  // namespace detail
 
 /// True when P meets every requirement of a Permutation engine listed above.
 template <class P>
-inline constexpr bool is_permutation_v =
-    detail::has_options_type<P>::value && std::is_default_constructible_v<P> &&
-    detail::has_engine_constructor<P>::value && detail::has_lookup<P>::value &&
-    detail::has_random_access_flag<P>::value && detail::has_engine_name<P>::value &&
-    detail::has_format_version<P>::value;
+inline constexpr bool is_permutation_v = detail::has_options_type<P>::value&& std::is_default_constructible_v<P>&&
+    detail::has_engine_constructor<P>::value&& detail::has_lookup<P>::value&& detail::has_random_access_flag<P>::value&&
+        detail::has_engine_name<P>::value&& detail::has_format_version<P>::value;
 
 /// Compile-time check with one readable message per missing requirement; the samplers
 /// call it for their Permutation parameter. Always true when it compiles.

@@ -70,8 +70,9 @@ struct ShardSamplerOptions : OrderOptions<ShardSamplerOptions> {
   [[nodiscard]] constexpr std::uint64_t block_size() const noexcept { return max_open_shards * run_length; }
 
   friend constexpr bool operator==(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {
-    return a.same_order_options(b) && a.canonical_streams == b.canonical_streams && a.max_open_shards == b.max_open_shards &&
-           a.run_length == b.run_length && a.shuffle_window == b.shuffle_window && a.num_workers == b.num_workers;
+    return a.same_order_options(b) && a.canonical_streams == b.canonical_streams &&
+           a.max_open_shards == b.max_open_shards && a.run_length == b.run_length &&
+           a.shuffle_window == b.shuffle_window && a.num_workers == b.num_workers;
   }
   friend constexpr bool operator!=(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {
     return !(a == b);

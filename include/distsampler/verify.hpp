@@ -29,11 +29,11 @@ struct PartitionReport {
   std::uint64_t dataset_size = 0;
   std::uint64_t world_size = 0;
   Tail tail = Tail::pad;
-  std::vector<std::uint64_t> counts;   ///< slots per rank, padding included
-  std::vector<std::uint64_t> padding;  ///< padding slots per rank
-  std::uint64_t duplicates = 0;        ///< extra reads of an index, padding excepted
-  std::uint64_t missing = 0;           ///< indices in [0, N) never read
-  std::uint64_t out_of_range = 0;      ///< indices >= N
+  std::vector<std::uint64_t> counts;              ///< slots per rank, padding included
+  std::vector<std::uint64_t> padding;             ///< padding slots per rank
+  std::uint64_t duplicates = 0;                   ///< extra reads of an index, padding excepted
+  std::uint64_t missing = 0;                      ///< indices in [0, N) never read
+  std::uint64_t out_of_range = 0;                 ///< indices >= N
   std::vector<std::uint64_t> duplicate_examples;  ///< up to 8 indices read twice
   std::vector<std::uint64_t> missing_examples;    ///< up to 8 indices never read
   std::vector<std::string> failures;              ///< one sentence per broken promise
@@ -56,8 +56,8 @@ struct PartitionReport {
   [[nodiscard]] std::string summary() const {
     std::string head = "N=" + std::to_string(dataset_size) + " W=" + std::to_string(world_size) +
                        " tail=" + std::string(to_string(tail)) + " counts " + std::to_string(min_count()) + ".." +
-                       std::to_string(max_count()) + " padding " + std::to_string(padding_total()) +
-                       " duplicates " + std::to_string(duplicates) + " missing " + std::to_string(missing);
+                       std::to_string(max_count()) + " padding " + std::to_string(padding_total()) + " duplicates " +
+                       std::to_string(duplicates) + " missing " + std::to_string(missing);
     if (ok()) return "ok: " + head;
     std::string out = "FAILED: " + head + ": ";
     for (std::size_t i = 0; i < failures.size(); ++i) out += (i ? "; " : "") + failures[i];
@@ -116,7 +116,8 @@ class PartitionChecker {
       }
     }
     const std::uint64_t n = r.dataset_size, w = r.world_size;
-    if (r.out_of_range != 0) r.failures.push_back(std::to_string(r.out_of_range) + " indices are >= dataset_size " + std::to_string(n));
+    if (r.out_of_range != 0)
+      r.failures.push_back(std::to_string(r.out_of_range) + " indices are >= dataset_size " + std::to_string(n));
     if (r.duplicates != 0) {
       r.failures.push_back("not disjoint: " + std::to_string(r.duplicates) + " extra reads (e.g. index " +
                            std::to_string(r.duplicate_examples.front()) + ")");
@@ -177,8 +178,8 @@ class PartitionChecker {
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (!padding.empty() && padding[r].size() != ranks[r].size()) {
       detail::throw_config_error("check_partition: rank " + std::to_string(r) + " has " +
-                                 std::to_string(ranks[r].size()) + " indices but " +
-                                 std::to_string(padding[r].size()) + " padding flags (expected equal)");
+                                 std::to_string(ranks[r].size()) + " indices but " + std::to_string(padding[r].size()) +
+                                 " padding flags (expected equal)");
     }
     for (std::size_t i = 0; i < ranks[r].size(); ++i) {
       checker.add(r, ranks[r][i], !padding.empty() && padding[r][i]);

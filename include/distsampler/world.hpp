@@ -1,5 +1,5 @@
-// distsampler World: which process this is (rank) among how many (world_size), explicit or from the launcher's environment.
-// SPDX-License-Identifier: MIT
+// distsampler World: which process this is (rank) among how many (world_size), explicit or from the launcher's
+// environment. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_WORLD_HPP
 #define DISTSAMPLER_WORLD_HPP
 
@@ -41,8 +41,7 @@ struct World {
 
   /// Everything explicit. Throws config_error when world_size is 0, rank >= world_size,
   /// local_world_size is 0, local_rank >= local_world_size or local_world_size > world_size.
-  World(std::uint64_t rank_, std::uint64_t world_size_, std::uint64_t local_rank_,
-        std::uint64_t local_world_size_)
+  World(std::uint64_t rank_, std::uint64_t world_size_, std::uint64_t local_rank_, std::uint64_t local_world_size_)
       : rank(rank_), world_size(world_size_), local_rank(local_rank_), local_world_size(local_world_size_) {
     validate("World");
   }
@@ -166,8 +165,8 @@ bool World::try_from_env(Lookup& lookup, World& out) {
     if (rank_text == nullptr || size_text == nullptr) {
       const char* present = rank_text ? l.rank : l.size;
       const char* absent = rank_text ? l.size : l.rank;
-      detail::throw_config_error(std::string("World::from_env: ") + present + " is set but " + absent +
-                                 " is not (" + l.name + " sets both; expected the pair)");
+      detail::throw_config_error(std::string("World::from_env: ") + present + " is set but " + absent + " is not (" +
+                                 l.name + " sets both; expected the pair)");
     }
     World w;
     w.rank = detail::parse_env_u64(l.rank, rank_text);

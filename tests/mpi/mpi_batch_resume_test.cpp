@@ -1,5 +1,5 @@
-// distsampler tests: under mpirun, a batch-sampler run stopped on one number of ranks and resumed on another reads each sample once.
-// SPDX-License-Identifier: MIT
+// distsampler tests: under mpirun, a batch-sampler run stopped on one number of ranks and resumed on another reads each
+// sample once. SPDX-License-Identifier: MIT
 #include <distsampler/mpi.hpp>
 
 #include <mpi.h>
@@ -68,11 +68,12 @@ int main(int argc, char** argv) {
       // Tail::drop: what is left after the last full global batch of the resumed run.
       const std::uint64_t expected_never = (n - batches.start()) % batches.global_batch_size();
       const bool ok = twice == 0 && never == expected_never;
-      std::printf("resumed on %d ranks from position %llu: %llu + %zu reads, %llu read twice, %llu never (expected "
-                  "%llu dropped)\nmpi batch resume: %d passed, %d failed\n",
-                  size, static_cast<unsigned long long>(batches.start()), static_cast<unsigned long long>(before),
-                  all.size(), static_cast<unsigned long long>(twice), static_cast<unsigned long long>(never),
-                  static_cast<unsigned long long>(expected_never), ok ? 1 : 0, ok ? 0 : 1);
+      std::printf(
+          "resumed on %d ranks from position %llu: %llu + %zu reads, %llu read twice, %llu never (expected "
+          "%llu dropped)\nmpi batch resume: %d passed, %d failed\n",
+          size, static_cast<unsigned long long>(batches.start()), static_cast<unsigned long long>(before), all.size(),
+          static_cast<unsigned long long>(twice), static_cast<unsigned long long>(never),
+          static_cast<unsigned long long>(expected_never), ok ? 1 : 0, ok ? 0 : 1);
       status = ok ? 0 : 1;
     }
   } else {

@@ -1,5 +1,5 @@
-// distsampler tests: under mpirun, every rank's indices gathered at rank 0 form a partition; the guard catches broken ones.
-// SPDX-License-Identifier: MIT
+// distsampler tests: under mpirun, every rank's indices gathered at rank 0 form a partition; the guard catches broken
+// ones. SPDX-License-Identifier: MIT
 #include <distsampler/mpi.hpp>
 
 #include <mpi.h>
@@ -57,8 +57,8 @@ void check_engine(const char* engine, bool shuffle, const ds::World& world) {
       s.set_epoch(n % 3);
       ds::mpi::check_consistent(s);
       const auto report = gather_and_check(s, world.world_size);
-      const std::string what = std::string(engine) + " N=" + std::to_string(n) + " tail=" +
-                               std::string(ds::to_string(tail)) + ": " + report.summary();
+      const std::string what = std::string(engine) + " N=" + std::to_string(n) +
+                               " tail=" + std::string(ds::to_string(tail)) + ": " + report.summary();
       expect(report.ok(), what);
       const auto guard = ds::mpi::guard_epoch(s);
       expect(guard.ok, what + " guard: " + guard.message);
@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
     if (w > 1) {
       expect(!guard.ok, "guard catches per-rank seeds: " + guard.message);
       const std::string e = error_of([&] { ds::mpi::check_consistent(s); });
-      expect(e == "distsampler::mpi::check_consistent: rank 1 has seed 43 but rank 0 has 42 (expected the same on every rank)",
+      expect(e == "distsampler::mpi::check_consistent: rank 1 has seed 43 but rank 0 has 42 (expected the same on "
+                  "every rank)",
              "check_consistent names the seed: " + e);
     }
   }
@@ -147,7 +148,9 @@ int main(int argc, char** argv) {
     expect(!guard.ok && guard.message.rfind("missing:", 0) == 0, "guard catches a missing rank: " + guard.message);
   }
 
-  if (me == 0) std::printf("mpi partition on %llu ranks: %d passed, %d failed\n", static_cast<unsigned long long>(w), passed, failed);
+  if (me == 0)
+    std::printf("mpi partition on %llu ranks: %d passed, %d failed\n", static_cast<unsigned long long>(w), passed,
+                failed);
   int status = failed == 0 ? 0 : 1;
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -1,5 +1,5 @@
-// distsampler tests: under mpirun, shard streams stopped at different counts on every rank and worker resume exactly once on another -np.
-// SPDX-License-Identifier: MIT
+// distsampler tests: under mpirun, shard streams stopped at different counts on every rank and worker resume exactly
+// once on another -np. SPDX-License-Identifier: MIT
 #include <distsampler/mpi.hpp>
 
 #include <mpi.h>
@@ -86,10 +86,11 @@ int main(int argc, char** argv) {
       std::ofstream(dir + "/state.txt") << state.to_text() << "\n";
       std::ofstream out(dir + "/read.txt");
       for (std::uint64_t index : all) out << index << "\n";
-      std::printf("stopped on %d ranks x %llu workers: %zu samples read, state %s\nepoch guard: %s\n"
-                  "drop guard, fresh: %s\ndrop guard, resumed: %s\n",
-                  size, static_cast<unsigned long long>(workers), all.size(), state.to_text().c_str(),
-                  guard.message.c_str(), drop_fresh.message.c_str(), drop_resumed.message.c_str());
+      std::printf(
+          "stopped on %d ranks x %llu workers: %zu samples read, state %s\nepoch guard: %s\n"
+          "drop guard, fresh: %s\ndrop guard, resumed: %s\n",
+          size, static_cast<unsigned long long>(workers), all.size(), state.to_text().c_str(), guard.message.c_str(),
+          drop_fresh.message.c_str(), drop_resumed.message.c_str());
     }
   } else if (mode == "resume" && argc == 4) {
     const std::string dir = argv[3];
@@ -109,11 +110,12 @@ int main(int argc, char** argv) {
       std::uint64_t twice = 0, never = 0;
       for (unsigned c : count) twice += c > 1 ? 1 : 0, never += c == 0 ? 1 : 0;
       const bool ok = twice == 0 && never == 0 && guard.ok;
-      std::printf("resumed on %d ranks x %llu workers: %llu + %zu reads of %llu, %llu read twice, %llu never\n"
-                  "segment guard: %s\nmpi shard resume: %d passed, %d failed\n",
-                  size, static_cast<unsigned long long>(workers), static_cast<unsigned long long>(before), all.size(),
-                  static_cast<unsigned long long>(sampler.dataset_size()), static_cast<unsigned long long>(twice),
-                  static_cast<unsigned long long>(never), guard.message.c_str(), ok ? 1 : 0, ok ? 0 : 1);
+      std::printf(
+          "resumed on %d ranks x %llu workers: %llu + %zu reads of %llu, %llu read twice, %llu never\n"
+          "segment guard: %s\nmpi shard resume: %d passed, %d failed\n",
+          size, static_cast<unsigned long long>(workers), static_cast<unsigned long long>(before), all.size(),
+          static_cast<unsigned long long>(sampler.dataset_size()), static_cast<unsigned long long>(twice),
+          static_cast<unsigned long long>(never), guard.message.c_str(), ok ? 1 : 0, ok ? 0 : 1);
       status = ok ? 0 : 1;
     }
   } else if (mode == "errors" && argc == 3) {
@@ -160,7 +162,8 @@ int main(int argc, char** argv) {
     }
     status = all_ok ? 0 : 1;
   } else {
-    if (world.rank == 0) std::fprintf(stderr, "usage: mpi_shard_resume_test stop WORKERS SALT DIR | resume WORKERS DIR\n");
+    if (world.rank == 0)
+      std::fprintf(stderr, "usage: mpi_shard_resume_test stop WORKERS SALT DIR | resume WORKERS DIR\n");
     status = 2;
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -28,7 +28,9 @@ struct IndexDataset : torch::data::datasets::Dataset<IndexDataset, torch::data::
 };
 
 // Every sampler of these tests is built here, so option spellings change in one place.
-ds::SamplerOptions options(std::uint64_t seed, ds::Tail tail) { return ds::SamplerOptions().with_seed(seed).with_tail(tail); }
+ds::SamplerOptions options(std::uint64_t seed, ds::Tail tail) {
+  return ds::SamplerOptions().with_seed(seed).with_tail(tail);
+}
 
 template <class P = ds::FeistelPermutation>
 ds::DistributedBatchSampler<P> batch_core(std::uint64_t n, std::uint64_t micro, ds::World world,
@@ -38,7 +40,8 @@ ds::DistributedBatchSampler<P> batch_core(std::uint64_t n, std::uint64_t micro, 
   o.seed = seed;
   o.tail = tail;
   o.epoch_mode = mode;
-  return ds::DistributedBatchSampler<P>(n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(micro).with_accumulation_steps(accumulation));
+  return ds::DistributedBatchSampler<P>(
+      n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(micro).with_accumulation_steps(accumulation));
 }
 
 template <class Loader>

@@ -43,7 +43,8 @@ ds::DistributedBatchSampler<> batch_core(std::uint64_t n, std::uint64_t micro, d
   ds::BatchSamplerOptions o;
   o.seed = 6;
   o.tail = tail;
-  return ds::DistributedBatchSampler<>(n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(micro).with_accumulation_steps(accumulation));
+  return ds::DistributedBatchSampler<>(
+      n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(micro).with_accumulation_steps(accumulation));
 }
 
 const std::vector<std::uint64_t> shard_sizes{300, 0, 41, 250, 9, 128};  // 728 samples

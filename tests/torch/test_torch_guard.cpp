@@ -108,7 +108,10 @@ CATCH_TEST_CASE("The guard covers resumed segments of every sampler", "[torch-gu
   CATCH_CHECK(out[0].message == "ok: disjoint and covering over 3 ranks (192 reads of 192 expected, 0 padding)");
   ds::BatchSamplerOptions bo;
   bo.seed = 4;
-  const ds::SamplerState batch_state = ds::DistributedBatchSampler<>(500, ds::World(0, 2), ds::BatchSamplerOptions(bo).with_micro_batch_size(3).with_accumulation_steps(2)).state(3, 1);
+  const ds::SamplerState batch_state =
+      ds::DistributedBatchSampler<>(500, ds::World(0, 2),
+                                    ds::BatchSamplerOptions(bo).with_micro_batch_size(3).with_accumulation_steps(2))
+          .state(3, 1);
   auto store4 = c10::make_intrusive<c10d::HashStore>();  // every rank calls equally often on one store
   store4->setTimeout(std::chrono::seconds(20));
   out = run_ranks(

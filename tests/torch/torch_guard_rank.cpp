@@ -23,7 +23,8 @@ ds::DistributedSampler<> plain(ds::World world, std::uint64_t seed) {
 ds::DistributedBatchSampler<> batches(ds::World world) {
   ds::BatchSamplerOptions o;
   o.seed = 42;
-  return ds::DistributedBatchSampler<>(n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(5).with_accumulation_steps(3));
+  return ds::DistributedBatchSampler<>(n, world,
+                                       ds::BatchSamplerOptions(o).with_micro_batch_size(5).with_accumulation_steps(3));
 }
 
 ds::StreamingShardSampler shards(ds::World world) {

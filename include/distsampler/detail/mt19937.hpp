@@ -1,5 +1,5 @@
-// distsampler internal: the 32-bit Mersenne Twister, written out so every platform draws the same numbers as torch's CPU generator.
-// SPDX-License-Identifier: MIT
+// distsampler internal: the 32-bit Mersenne Twister, written out so every platform draws the same numbers as torch's
+// CPU generator. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DETAIL_MT19937_HPP
 #define DISTSAMPLER_DETAIL_MT19937_HPP
 
