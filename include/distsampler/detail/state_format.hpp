@@ -126,7 +126,7 @@ class StateTextReader {
   }
 
   /// A decimal value running up to the next character of `stops` (or the end of the text),
-  /// parsed by parse_decimal.
+  /// parsed by parse_decimal; a leading zero is refused, as writers never produce one.
   std::uint64_t decimal(const char* key, std::string_view stops = " ") {
     const std::size_t begin = at_;
     while (at_ < text_.size() && stops.find(text_[at_]) == std::string_view::npos && text_[at_] != '\n') ++at_;
@@ -135,6 +135,11 @@ class StateTextReader {
     if (parsed.error == DecimalError::empty) fail_at(std::string("expected a decimal value for ") + key, begin);
     if (parsed.error != DecimalError::ok) {
       fail_at(std::string(key) + " \"" + std::string(token) + "\" " + describe(parsed.error), begin);
+    }
+    // One spelling per value (the checksum covers values, not their text): no leading zero.
+    if (token.size() > 1 && token[0] == '0') {
+      fail_at(std::string(key) + " \"" + std::string(token) + "\" has a leading zero (expected the plain decimal)",
+              begin);
     }
     return parsed.value;
   }
