@@ -7,6 +7,8 @@
 #include <distsampler/torch.hpp>
 #include <torch/torch.h>
 
+#include "index_dataset.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
@@ -16,16 +18,7 @@ namespace ds = distsampler;
 
 namespace {
 
-// A dataset whose sample i is the tensor [i]: what a loader returns tells which index it read.
-struct IndexDataset : torch::data::datasets::Dataset<IndexDataset, torch::data::Example<>> {
-  explicit IndexDataset(std::size_t n) : n_(n) {}
-  torch::data::Example<> get(std::size_t index) override {
-    auto t = torch::tensor({static_cast<std::int64_t>(index)});
-    return {t, t};
-  }
-  torch::optional<std::size_t> size() const override { return n_; }
-  std::size_t n_;
-};
+using torch_test::IndexDataset;
 
 // Every sampler of these tests is built here, so option spellings change in one place.
 ds::SamplerOptions options(std::uint64_t seed, ds::Tail tail) {

@@ -6,6 +6,8 @@
 #include <distsampler/torch.hpp>
 #include <torch/torch.h>
 
+#include "index_dataset.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
@@ -16,15 +18,7 @@ namespace ds = distsampler;
 
 namespace {
 
-struct IndexDataset : torch::data::datasets::Dataset<IndexDataset, torch::data::Example<>> {
-  explicit IndexDataset(std::size_t n) : n_(n) {}
-  torch::data::Example<> get(std::size_t index) override {
-    auto t = torch::tensor({static_cast<std::int64_t>(index)});
-    return {t, t};
-  }
-  torch::optional<std::size_t> size() const override { return n_; }
-  std::size_t n_;
-};
+using torch_test::IndexDataset;
 
 std::vector<std::uint64_t> indices_of(const std::vector<torch::data::Example<>>& batch) {
   std::vector<std::uint64_t> out;
