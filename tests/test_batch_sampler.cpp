@@ -395,3 +395,32 @@ TEST_CASE("An empty dataset has no steps", "[batch]") {
   CHECK(s.worker_micro_batch_count(2, 1) == 0);
   CHECK(s.state(0).consumed == 0);
 }
+
+TEST_CASE("Micro-batches equal the engine's index at each documented position, padding wrap included",
+          "[batch]") {
+  for (const Tail tail : {Tail::pad, Tail::drop, Tail::uneven}) {
+    for (const std::uint64_t n : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{103}, std::uint64_t{1000}}) {
+      for (std::uint64_t r = 0; r < 3; ++r) {
+        CAPTURE(to_string(tail), n, r);
+        const auto o = BatchSamplerOptions().with_micro_batch_size(7).with_accumulation_steps(2).with_seed(5).with_tail(
+            tail);
+        DistributedBatchSampler<> feistel(n, World(r, 3), o);
+        DistributedBatchSampler<TorchRandperm> torch(n, World(r, 3), o);
+        feistel.set_epoch(2);
+        torch.set_epoch(2);
+        const FeistelPermutation f(n, 5, 2);
+        const TorchRandperm t(n, 5, 2);
+        for (std::uint64_t s = 0; s < feistel.num_steps(); ++s) {
+          for (std::uint64_t k = 0; k < 2; ++k) {
+            const Vec fb = feistel.micro_batch(s, k), tb = torch.micro_batch(s, k);
+            REQUIRE(fb.size() == feistel.micro_batch_length(s, k));
+            for (std::uint64_t e = 0; e < fb.size(); ++e) {
+              CHECK(fb[e] == f(feistel.position(s, k, e)));
+              CHECK(tb[e] == t(torch.position(s, k, e)));
+            }
+          }
+        }
+      }
+    }
+  }
+}

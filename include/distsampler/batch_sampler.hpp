@@ -188,7 +188,7 @@ class DistributedBatchSampler {
   [[nodiscard]] std::vector<std::uint64_t> micro_batch(std::uint64_t step, std::uint64_t k) const {
     check(step, k, "micro_batch");
     std::vector<std::uint64_t> out(static_cast<std::size_t>(layout_.length(step, k, world_.rank)));
-    for (std::size_t e = 0; e < out.size(); ++e) out[e] = index_at(step, k, world_.rank, e);
+    fill_indices(step, k, out.size(), out.data());
     return out;
   }
 
@@ -197,7 +197,7 @@ class DistributedBatchSampler {
   std::uint64_t fill_micro_batch(std::uint64_t step, std::uint64_t k, std::uint64_t* out) const {
     check(step, k, "fill_micro_batch");
     const std::uint64_t len = layout_.length(step, k, world_.rank);
-    for (std::uint64_t e = 0; e < len; ++e) out[e] = index_at(step, k, world_.rank, e);
+    fill_indices(step, k, len, out);
     return len;
   }
 
@@ -396,6 +396,19 @@ class DistributedBatchSampler {
       throw std::out_of_range("DistributedBatchSampler: element " + std::to_string(e) +
                               " is out of range for micro-batch length " + std::to_string(len));
     }
+  }
+
+  // The len indices of this rank's micro-batch k of `step`. A micro-batch is a contiguous
+  // run of positions unless Tail::pad wraps it around to the epoch's start, so all but
+  // that one use the engine's batched fill (several times faster than index by index).
+  void fill_indices(std::uint64_t step, std::uint64_t k, std::uint64_t len, std::uint64_t* out) const noexcept {
+    if (len == 0) return;
+    const std::uint64_t r = world_.rank;
+    if (!layout_.is_padding(step, k, r, len - 1)) {
+      order_.fill(layout_.position(step, k, r, 0), len, out, 1);
+      return;
+    }
+    for (std::uint64_t e = 0; e < len; ++e) out[e] = index_at(step, k, r, e);
   }
 
   [[nodiscard]] std::uint64_t index_at(std::uint64_t step, std::uint64_t k, std::uint64_t r,
