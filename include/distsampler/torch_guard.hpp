@@ -105,15 +105,15 @@ GuardKey key_of(const DistributedBatchSampler<P>& s) {
 }
 
 inline GuardKey key_of(const StreamingShardSampler& s) {
-  std::uint64_t layout = distsampler::detail::hash_field(0, s.engine_name());
-  for (const std::uint64_t size : s.shard_sizes()) layout = distsampler::detail::hash_field(layout, size);
+  // The shard sizes (the catalog's layout hash, as in saved states) and the segment a resume left.
+  std::uint64_t layout = s.catalog().layout_hash();
   for (const PositionRange& r : s.remaining_ranges()) {
     layout = distsampler::detail::hash_field(distsampler::detail::hash_field(layout, r.begin), r.end);
   }
   const ShardSamplerOptions& o = s.options();
-  return GuardKey{{3, s.dataset_size(), o.seed, s.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail),
-                   distsampler::detail::hash_field(0, s.engine_name()), s.start(), 0, 0, s.num_workers(),
-                   distsampler::detail::mix64(layout), s.world().world_size},
+  return GuardKey{{family("shard"), s.dataset_size(), o.seed, s.epoch(), o.shuffle ? 1u : 0u,
+                   static_cast<std::uint64_t>(o.tail), distsampler::detail::hash_field(0, s.engine_name()), s.start(),
+                   0, 0, s.num_workers(), distsampler::detail::mix64(layout), s.world().world_size},
                   s.world().rank};
 }
 
