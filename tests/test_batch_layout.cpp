@@ -89,7 +89,7 @@ TEST_CASE("BatchLayout: uneven spreads the remainder over W*K slots, sizes diffe
   CHECK(slot(tiny, 0, 1, 1).empty());
 }
 
-TEST_CASE("BatchLayout over a consumed prefix starts at `start`; padding still wraps to position 0",
+TEST_CASE("BatchLayout over a consumed prefix starts at `start`, and padding still wraps to position 0",
           "[layout][batch]") {
   // N = 10, start 4, m = 2, W = 2, K = 1: G = 4, R = 6 = 1 full step + 2.
   const BatchLayout l(10, 4, 2, 2, 1, Tail::pad);

@@ -198,7 +198,7 @@ TEST_CASE("parse_decimal accepts exactly the unsigned 64-bit decimals and names 
         "overflows 64 bits (expected at most 18446744073709551615)");
 }
 
-TEST_CASE("out_of_range_message is the one phrasing of a value outside [0, bound)", "[detail][errors]") {
+TEST_CASE("out_of_range_message is the one phrasing of a value outside 0..bound-1", "[detail][errors]") {
   CHECK(detail::out_of_range_message("World", "rank", 4, "world_size", 4) ==
         "World: rank 4 is out of range for world_size 4 (expected 0..3)");
   CHECK(detail::out_of_range_message("Checker", "worker", 0, "num_workers", 0) ==

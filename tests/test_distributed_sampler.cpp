@@ -39,7 +39,7 @@ TEMPLATE_TEST_CASE("DistributedSampler is disjoint, covering and balanced for ev
   }
 }
 
-TEMPLATE_TEST_CASE("DistributedSampler's iteration, operator[] and indices() agree", "[sampler]", TorchRandperm,
+TEMPLATE_TEST_CASE("DistributedSampler's iteration, subscript and indices() agree", "[sampler]", TorchRandperm,
                    FeistelPermutation) {
   DistributedSampler<TestType> s(1003, World(2, 7), SamplerOptions().with_seed(5));
   s.set_epoch(3);
@@ -55,7 +55,7 @@ TEMPLATE_TEST_CASE("DistributedSampler's iteration, operator[] and indices() agr
   CHECK_FALSE(s.empty());
 }
 
-TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with operator[] on every slice, padding included", "[sampler]",
+TEMPLATE_TEST_CASE("DistributedSampler's fill agrees with the subscript on every slice, padding included", "[sampler]",
                    TorchRandperm, FeistelPermutation) {
   for (std::uint64_t n : {1u, 17u, 1000u, 4097u}) {
     for (std::uint64_t w : {1u, 3u, 8u}) {

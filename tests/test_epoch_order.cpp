@@ -73,7 +73,7 @@ TEST_CASE("EpochOrder::fill equals index() at strided positions", "[order]") {
   }
 }
 
-TEST_CASE("EpochOrder::at returns a new order; the permutation is rebuilt only for another epoch", "[order]") {
+TEST_CASE("EpochOrder::at returns a new order, and the permutation is rebuilt only for another epoch", "[order]") {
   FlakyPermutation::built = 0;
   const EpochOrder<FlakyPermutation> order(100, true, 5, {}, 0, 30);
   CHECK(FlakyPermutation::built == 1);

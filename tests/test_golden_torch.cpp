@@ -311,7 +311,7 @@ class Mismatches {
   std::uint64_t count_ = 0;
 };
 
-std::vector<std::uint64_t> all(const TorchRandperm& p) {
+std::vector<std::uint64_t> values_of(const TorchRandperm& p) {
   std::vector<std::uint64_t> out;
   for (std::uint64_t i = 0; i < p.size(); ++i) out.push_back(p(i));
   return out;
@@ -455,15 +455,15 @@ TEST_CASE("TorchRandperm equals torch.randperm on the golden rows", "[golden][to
   REQUIRE(g.randperm.size() == expected_randperm_rows);
   for (const Row& row : g.randperm) {
     INFO(row.describe());
-    CHECK(all(TorchRandperm(row.n, row.seed, 0)) == row.values);
+    CHECK(values_of(TorchRandperm(row.n, row.seed, 0)) == row.values);
     // The manual seed is seed + epoch mod 2^64, so shifting seed into epoch changes nothing.
-    CHECK(all(TorchRandperm(row.n, row.seed - 3, 3)) == row.values);
+    CHECK(values_of(TorchRandperm(row.n, row.seed - 3, 3)) == row.values);
   }
 }
 
 TEST_CASE("torch's known small vectors hold", "[golden][torch]") {
   SECTION("randperm(10) with seed 42") {
-    CHECK(all(TorchRandperm(10, 42, 0)) == std::vector<std::uint64_t>{2, 6, 1, 8, 4, 5, 0, 9, 3, 7});
+    CHECK(values_of(TorchRandperm(10, 42, 0)) == std::vector<std::uint64_t>{2, 6, 1, 8, 4, 5, 0, 9, 3, 7});
   }
   SECTION("DistributedSampler(N=10, W=4, seed=42) at epoch 1") {
     const std::vector<std::vector<std::uint64_t>> expected = {{8, 5, 2}, {4, 1, 3}, {9, 6, 8}, {0, 7, 4}};

@@ -105,7 +105,7 @@ TEST_CASE("ReadSums do not depend on order, and merge is associative and commuta
   CHECK(other != forward);
 }
 
-TEST_CASE("The ranks' blocks of [0, N) are the expected sums of the whole range", "[overlap]") {
+TEST_CASE("The ranks' blocks of 0..N-1 are the expected sums of the whole range", "[overlap]") {
   ds::ReadSums whole, blocks;
   for (std::uint64_t i = 0; i < 10; ++i) whole.read(9 - i);
   std::vector<std::uint64_t> sizes;

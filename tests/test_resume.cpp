@@ -194,7 +194,7 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch; set_epoch leaves a resumed segment", "[resume]",
+TEMPLATE_TEST_CASE("Resuming at position 0 gives the fresh epoch, and set_epoch leaves a resumed segment", "[resume]",
                    FeistelPermutation, TorchRandperm) {
   for (const std::uint64_t n : {0u, 1u, 7u, 10u, 64u, 101u}) {
     for (std::uint64_t w = 1; w <= 5; ++w) {

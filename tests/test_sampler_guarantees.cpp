@@ -152,7 +152,7 @@ TEST_CASE("DistributedBatchSampler: a failed set_epoch, next_epoch, resume or pa
   CHECK(auto_pass.epoch() == 1);
 }
 
-TEST_CASE("Without shuffle the engine is never built; with it, an engine error leaves the constructor",
+TEST_CASE("Without shuffle the engine is never built, and with it an engine error leaves the constructor",
           "[sampler][guarantee][torch]") {
   // TorchRandperm refuses an unknown generation when it is built, so it stands in for an
   // engine that cannot be built (as when its table cannot be allocated).

@@ -41,7 +41,7 @@ ds::DistributedBatchSampler<> batch_core(std::uint64_t n, std::uint64_t micro, d
       n, world, ds::BatchSamplerOptions(o).with_micro_batch_size(micro).with_accumulation_steps(accumulation));
 }
 
-const std::vector<std::uint64_t> shard_sizes{300, 0, 41, 250, 9, 128};  // 728 samples
+const std::vector<std::uint64_t> checkpoint_shard_sizes{300, 0, 41, 250, 9, 128};  // 728 samples
 
 ds::StreamingShardSampler shard_core(ds::World world, std::uint64_t workers) {
   ds::ShardSamplerOptions o;
@@ -50,7 +50,7 @@ ds::StreamingShardSampler shard_core(ds::World world, std::uint64_t workers) {
   o.canonical_streams = 16;
   o.max_open_shards = 4;
   o.run_length = 4;
-  return ds::StreamingShardSampler(shard_sizes, world, ds::ShardSamplerOptions(o).with_num_workers(workers));
+  return ds::StreamingShardSampler(checkpoint_shard_sizes, world, ds::ShardSamplerOptions(o).with_num_workers(workers));
 }
 
 torch::data::DataLoaderOptions loader_options(std::size_t batch, std::size_t workers) {
