@@ -97,31 +97,55 @@ struct Balance {
 
 using Batch = std::vector<std::uint64_t>;
 
-// Fills efficiency, balance and over-budget counts of batch i read by rank i mod W.
+// Scores batch i as read by rank i mod W, one batch at a time (no batch list kept).
+class RoundRobinScore {
+ public:
+  RoundRobinScore(const std::vector<std::uint32_t>& len, std::uint64_t budget) : len_(len), budget_(budget) {}
+
+  void add(const Batch& batch) {
+    std::uint64_t t = 0, longest = 0;
+    for (const std::uint64_t x : batch) {
+      t += len_[x];
+      longest = std::max<std::uint64_t>(longest, len_[x]);
+    }
+    tokens_ += t;
+    padded_ += longest * batch.size();
+    over_ += longest * batch.size() > budget_ ? 1U : 0U;
+    step_[count_ % world] = t;
+    if (++count_ % world == 0) close_step();
+  }
+
+  void finish(Result& r) {
+    if (count_ % world != 0) {
+      std::fill(step_.begin() + static_cast<std::ptrdiff_t>(count_ % world), step_.end(), std::uint64_t{0});
+      close_step();
+    }
+    r.efficiency = static_cast<double>(tokens_) / static_cast<double>(padded_);
+    r.over_budget = over_;
+    r.mean_ratio = balance_.mean();
+    r.max_ratio = balance_.max;
+  }
+
+  [[nodiscard]] std::uint64_t batches() const noexcept { return count_; }
+
+ private:
+  void close_step() {
+    balance_.add(step_);
+    std::fill(step_.begin(), step_.end(), std::uint64_t{0});
+  }
+
+  const std::vector<std::uint32_t>& len_;
+  std::uint64_t budget_;
+  std::uint64_t tokens_ = 0, padded_ = 0, over_ = 0, count_ = 0;
+  std::vector<std::uint64_t> step_ = std::vector<std::uint64_t>(world);
+  Balance balance_;
+};
+
 void score_round_robin(const std::vector<Batch>& batches, const std::vector<std::uint32_t>& len,
                        std::uint64_t budget, Result& r) {
-  std::uint64_t tokens = 0, padded = 0;
-  Balance bal;
-  std::vector<std::uint64_t> step(world);
-  for (std::size_t i = 0; i < batches.size(); ++i) {
-    std::uint64_t t = 0, longest = 0;
-    for (const std::uint64_t x : batches[i]) {
-      t += len[x];
-      longest = std::max<std::uint64_t>(longest, len[x]);
-    }
-    tokens += t;
-    padded += longest * batches[i].size();
-    r.over_budget += longest * batches[i].size() > budget ? 1U : 0U;
-    step[i % world] = t;
-    if (i % world == world - 1 || i + 1 == batches.size()) {
-      if (i % world != world - 1) std::fill(step.begin() + static_cast<std::ptrdiff_t>(i % world) + 1, step.end(), std::uint64_t{0});
-      bal.add(step);
-      std::fill(step.begin(), step.end(), 0);
-    }
-  }
-  r.efficiency = static_cast<double>(tokens) / static_cast<double>(padded);
-  r.mean_ratio = bal.mean();
-  r.max_ratio = bal.max;
+  RoundRobinScore score(len, budget);
+  for (const Batch& b : batches) score.add(b);
+  score.finish(r);
 }
 
 void shuffle_in_place(std::vector<Batch>& v, std::uint64_t seed) {
@@ -242,7 +266,6 @@ Result run_lhotse(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
     if (bounds.size() + 1 < buckets && acc * buckets >= total * (bounds.size() + 1)) bounds.push_back(l);
   }
   std::vector<std::deque<std::uint64_t>> bucket(bounds.size() + 1);
-  std::vector<std::uint64_t> longest_in(bucket.size(), 0);
   auto fits_batch = [&](const std::deque<std::uint64_t>& q) {
     std::uint64_t longest = 0, count = 0;
     for (const std::uint64_t x : q) {
@@ -252,7 +275,7 @@ Result run_lhotse(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
     return false;
   };
   ds::detail::SplitMix64 rng(9);
-  std::vector<Batch> batches;
+  RoundRobinScore score(len, budget);
   std::uint64_t next = 0, held = 0;
   std::vector<std::size_t> ready;
   for (;;) {
@@ -283,13 +306,14 @@ Result run_lhotse(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
       q.pop_front();
       --held;
     }
-    batches.push_back(std::move(batch));
+    score.add(batch);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.max_steps = (batches.size() + world - 1) / world;
-  r.min_steps = batches.size() / world;
-  r.dummies = r.max_steps * world - batches.size();  // ranks short of a batch in the last step
-  score_round_robin(batches, len, budget, r);
+  const std::uint64_t count = score.batches();
+  r.max_steps = (count + world - 1) / world;
+  r.min_steps = count / world;
+  r.dummies = r.max_steps * world - count;  // ranks short of a batch in the last step
+  score.finish(r);
   return r;
 }
 
@@ -345,7 +369,7 @@ int main(int argc, char** argv) {
       const std::vector<std::uint32_t> len = make_lengths(kind, n);
       for (const std::string method : {"tokens", "fairseq", "hf", "lhotse"}) {
         const Result r = measured(method, len, budget, window);
-        std::printf("| %s | %llu | %s | %.4f | %llu..%llu | %llu | %llu | %.3f / %.2f | %.2f | %.1f |\n", kind.c_str(),
+        std::printf("| %s | %llu | %s | %.5f | %llu..%llu | %llu | %llu | %.3f / %.2f | %.2f | %.1f |\n", kind.c_str(),
                     static_cast<unsigned long long>(n), method.c_str(), r.efficiency,
                     static_cast<unsigned long long>(r.min_steps), static_cast<unsigned long long>(r.max_steps),
                     static_cast<unsigned long long>(r.dummies), static_cast<unsigned long long>(r.over_budget),

@@ -224,20 +224,33 @@ TEST_CASE("Token batches: the longest sample is read in step 0 with longest_firs
 
 TEST_CASE("Token batches: one window pads as a global sort and greedy cut; small windows pad more", "[tokens]") {
   const std::vector<std::uint32_t> lengths = random_lengths(20000, 9, 512);
-  // The global sort cut greedily under the padded budget, computed here.
+  // The global sort cut greedily under the padded budget, computed here: cuts[i] ends batch i.
   std::vector<std::uint64_t> sorted(lengths.begin(), lengths.end());
   std::sort(sorted.begin(), sorted.end());
-  std::uint64_t padded = 0, count = 0, batches = 1, longest = 0;
-  for (const std::uint64_t d : sorted) {
-    if ((count + 1) * d > 4096) {
-      padded += count * longest;
-      ++batches;
+  std::vector<std::size_t> cuts;
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if ((count + 1) * sorted[i] > 4096) {
+      cuts.push_back(i);
       count = 0;
     }
     ++count;
-    longest = d;
   }
-  padded += count * longest;
+  cuts.push_back(sorted.size());
+  // The documented evening of the last two: the longest samples of the one before move into
+  // the last while it fits and holds fewer tokens.
+  const std::size_t b = cuts.size() >= 3 ? cuts[cuts.size() - 3] : 0;
+  std::size_t& cut = cuts[cuts.size() - 2];
+  std::uint64_t before = 0, after = 0;
+  for (std::size_t i = b; i < cut; ++i) before += sorted[i];
+  for (std::size_t i = cut; i < sorted.size(); ++i) after += sorted[i];
+  while (cut - b > 1 && (sorted.size() - cut + 1) * sorted.back() <= 4096 && after + sorted[cut - 1] <= before - sorted[cut - 1]) {
+    after += sorted[cut - 1];
+    before -= sorted[--cut];
+  }
+  std::uint64_t padded = 0;
+  for (std::size_t i = 0; i < cuts.size(); ++i) padded += (cuts[i] - (i ? cuts[i - 1] : 0)) * sorted[cuts[i] - 1];
+  const std::uint64_t batches = cuts.size();
   const auto base = ds::TokenBatchOptions().with_max_tokens(4096).with_seed(3);
   const ds::TokenBatchSampler whole(20000, lengths, ds::World(0, 1), base);
   CHECK(whole.stats().padded == padded);

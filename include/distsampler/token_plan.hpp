@@ -223,6 +223,34 @@ inline void measure(PlannedMicroBatch& b, const TokenBatchOptions& o, const std:
   b.cost = o.cost == TokenCost::padded ? b.padded : sum;
 }
 
+// The greedy cut leaves the window's last micro-batch (its longest samples) with whatever
+// remained: moves the longest samples of the one before into it while it stays within the
+// budget and holds fewer tokens, so a step does not pair a full micro-batch with a sliver.
+inline void even_tail(const std::vector<std::uint64_t>& sorted, const TokenBatchOptions& o,
+                      std::vector<std::pair<std::uint64_t, bool>>& ends) noexcept {
+  std::size_t last = ends.size();
+  while (last > 0 && ends[last - 1].second) --last;  // lone oversize samples sort after every other
+  if (last < 2 || ends[last - 2].second) return;
+  const std::uint64_t begin = last >= 3 ? ends[last - 3].first : 0, end = ends[last - 1].first;
+  std::uint64_t cut = ends[last - 2].first, before = 0, after = 0, after_cost = 0;
+  for (std::uint64_t i = begin; i < cut; ++i) before += sorted[i] >> 32;
+  for (std::uint64_t i = cut; i < end; ++i) {
+    after += sorted[i] >> 32;
+    after_cost = add_saturating(after_cost, o.sample_cost(sorted[i] >> 32));
+  }
+  const std::uint64_t longest = sorted[end - 1] >> 32;
+  while (cut - begin > 1) {
+    const std::uint64_t d = sorted[cut - 1] >> 32, count = end - cut + 1;
+    const std::uint64_t cost = o.cost == TokenCost::padded ? count * longest : add_saturating(after_cost, o.sample_cost(d));
+    if (cost > o.max_tokens || (o.max_samples != 0 && count > o.max_samples) || after + d > before - d) break;
+    after += d;
+    before -= d;
+    after_cost = add_saturating(after_cost, o.sample_cost(d));
+    --cut;
+  }
+  ends[last - 2].first = cut;
+}
+
 // The natural cut of sorted keys (length << 32 | offset) into micro-batches under the
 // budget; appends [begin, end) ranges of `sorted` and oversize flags. Skipped samples are
 // appended to `skipped`.
@@ -259,36 +287,63 @@ inline void cut_sorted(const std::vector<std::uint64_t>& sorted, const TokenBatc
     emit(count >= b ? b * (count / b) : count);  // the remainder (< b) carries over, as fairseq's rounding does
   }
   while (count > 0) emit(count);
+  even_tail(sorted, o, ends);
 }
 
 // Number of micro-batches to cut a micro-batch of `size` samples into.
+// A micro-batch that may be cut into one more piece.
 struct SplitCandidate {
+  std::uint64_t tokens;
   std::uint64_t size;
   std::uint64_t pieces;
   std::uint64_t id;
-  // The next piece goes where the pieces are largest; ties: the earlier micro-batch.
+  // The next piece goes where the pieces hold the most tokens (so the pieces stay as close
+  // to the others of their step as they can); ties: the earlier micro-batch.
   friend bool operator<(const SplitCandidate& a, const SplitCandidate& b) noexcept {
-    const std::uint64_t pa = (a.size + a.pieces - 1) / a.pieces, pb = (b.size + b.pieces - 1) / b.pieces;
+    const std::uint64_t pa = a.tokens / a.pieces, pb = b.tokens / b.pieces;
     return pa != pb ? pa < pb : a.id > b.id;
   }
 };
 
+// Cuts samples [b.begin, b.end) into `pieces` contiguous non-empty pieces of near-equal tokens.
+inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const TokenBatchOptions& o,
+                       const std::vector<std::uint32_t>& samples, const std::uint32_t* lengths,
+                       std::vector<PlannedMicroBatch>& out) {
+  std::uint64_t at = b.begin, seen = 0;
+  for (std::uint64_t p = 1; p <= pieces; ++p) {
+    PlannedMicroBatch piece;
+    piece.begin = at;
+    piece.oversize = b.oversize;
+    const std::uint64_t target = p == pieces ? b.tokens : b.tokens / pieces * p;
+    // Each piece takes at least one sample and leaves one for every later piece.
+    while (at < b.end - (pieces - p) && (at == piece.begin || seen + lengths[samples[at]] <= target)) {
+      seen += lengths[samples[at++]];
+    }
+    piece.end = at;
+    measure(piece, o, samples, lengths);
+    out.push_back(piece);
+  }
+}
+
 }  // namespace detail
 
 /// Plans one window. `lengths[i]` is the length of the window's i-th sample (i < size, in
-/// the epoch order); the window is sorted by (length, offset), cut by the budget, its
-/// micro-batches shuffled by FeistelPermutation(count, shuffle_seed, epoch) when `shuffle`,
-/// and, when `longest_to_front`, the micro-batch holding the window's longest sample moved
-/// first. Then `resume_offset` samples of that sequence are dropped as consumed (cutting
-/// the micro-batch they end in), and the rest is balanced to a multiple of `group`
-/// micro-batches: by merging adjacent micro-batches within the budget when that reaches
-/// the lower multiple, else by splitting the micro-batches with the most samples into
-/// near-equal contiguous pieces (within the budget: every cost model is monotone), else
-/// by empty micro-batches. Last, each round's micro-batches are dealt to ranks by cost:
-/// the costliest to the rank with the least cost so far in the step.
+/// the epoch order). The window is sorted by (length, offset) and cut greedily by the budget
+/// (the last two micro-batches then evened: the longest samples of the one before move into
+/// the last while it fits and holds fewer tokens); its micro-batches are shuffled by
+/// FeistelPermutation(count, shuffle_seed, epoch) when `shuffle`, and, when
+/// `longest_to_front`, the one holding the window's longest sample is moved first. Up to
+/// here nothing depends on the world. Then `resume_offset` samples of that sequence are
+/// dropped as consumed (cutting the micro-batch they end in), and the rest is balanced to a
+/// multiple of G = world_size x accumulation_steps micro-batches: by merging adjacent
+/// micro-batches within the budget when that reaches the lower multiple, else by cutting
+/// the micro-batches whose pieces hold the most tokens into contiguous pieces of near-equal
+/// tokens (within the budget: every cost model is monotone), else by empty micro-batches.
+/// Last, each round's micro-batches are dealt to ranks by cost: the costliest to the rank
+/// with the least cost so far in the step.
 ///
 /// Pure: deterministic in its arguments. O(size log size) time, O(size) memory.
-/// Precondition: lengths are >= 1, size < 2^32, group = world_size x accumulation >= 1.
+/// Precondition: lengths are >= 1, size < 2^32, world_size >= 1.
 [[nodiscard]] inline WindowPlan plan_window(const std::uint32_t* lengths, std::uint64_t size,
                                             const TokenBatchOptions& o, std::uint64_t shuffle_seed,
                                             std::uint64_t epoch, bool longest_to_front, std::uint64_t resume_offset,
@@ -363,7 +418,7 @@ struct SplitCandidate {
       std::vector<std::uint64_t> pieces(static_cast<std::size_t>(c), 1);
       std::vector<detail::SplitCandidate> heap;
       for (std::uint64_t i = protect; i < c; ++i) {
-        if (batches[i].size() >= 2) heap.push_back({batches[i].size(), 1, i});
+        if (batches[i].size() >= 2) heap.push_back({batches[i].tokens, batches[i].size(), 1, i});
       }
       std::make_heap(heap.begin(), heap.end());
       while (want > 0 && !heap.empty()) {
@@ -380,14 +435,10 @@ struct SplitCandidate {
         }
       }
       for (std::uint64_t i = 0; i < c; ++i) {
-        const PlannedMicroBatch& mb = batches[i];
-        for (std::uint64_t p = 0; p < pieces[i]; ++p) {
-          PlannedMicroBatch piece;
-          piece.begin = mb.begin + mb.size() * p / pieces[i];
-          piece.end = mb.begin + mb.size() * (p + 1) / pieces[i];
-          piece.oversize = mb.oversize;
-          detail::measure(piece, o, plan.samples, lengths);
-          next.push_back(piece);
+        if (pieces[i] == 1) {
+          next.push_back(batches[i]);
+        } else {
+          detail::cut_pieces(batches[i], pieces[i], o, plan.samples, lengths, next);
         }
       }
       plan.empties = want;
