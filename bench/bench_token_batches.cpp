@@ -42,8 +42,8 @@ constexpr std::uint64_t world = 8;
 struct Result {
   double efficiency = 0;
   std::uint64_t min_steps = 0, max_steps = 0;
-  std::uint64_t dummies = 0;       // empty markers, dummy batches or duplicated samples
-  std::uint64_t over_budget = 0;   // micro-batches over the budget
+  std::uint64_t dummies = 0;      // empty markers, dummy batches or duplicated samples
+  std::uint64_t over_budget = 0;  // micro-batches over the budget
   double mean_ratio = 1, max_ratio = 1;
   double seconds = 0;
   double extra_mb = 0;
@@ -56,7 +56,9 @@ double normal(ds::detail::SplitMix64& rng) {
   return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
 }
 
-std::uint32_t clip(double x, double hi) { return static_cast<std::uint32_t>(std::min(hi, std::max(1.0, std::round(x)))); }
+std::uint32_t clip(double x, double hi) {
+  return static_cast<std::uint32_t>(std::min(hi, std::max(1.0, std::round(x))));
+}
 
 // lognormal: median 256, sigma 1, up to 8192. mixture: 60% median 64 (sigma 0.7), 35% median
 // 512 (sigma 0.6), 5% Pareto(1.2) tail from 1024, all up to 16384.
@@ -141,8 +143,8 @@ class RoundRobinScore {
   Balance balance_;
 };
 
-void score_round_robin(const std::vector<Batch>& batches, const std::vector<std::uint32_t>& len,
-                       std::uint64_t budget, Result& r) {
+void score_round_robin(const std::vector<Batch>& batches, const std::vector<std::uint32_t>& len, std::uint64_t budget,
+                       Result& r) {
   RoundRobinScore score(len, budget);
   for (const Batch& b : batches) score.add(b);
   score.finish(r);
@@ -361,8 +363,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::uint64_t budget = std::strtoull(argv[1], nullptr, 10), window = std::uint64_t{1} << 20;
-  std::printf("| lengths | N | method | padding eff. | steps/rank (min..max) | empty/dummy | over budget | "
-              "step ratio mean / max | plan s | extra MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| lengths | N | method | padding eff. | steps/rank (min..max) | empty/dummy | over budget | "
+      "step ratio mean / max | plan s | extra MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int a = 2; a < argc; ++a) {
     const std::uint64_t n = std::strtoull(argv[a], nullptr, 10);
     for (const std::string kind : {"lognormal", "mixture"}) {

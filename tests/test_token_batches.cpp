@@ -217,7 +217,8 @@ TEST_CASE("Token batches: the longest sample is read in step 0 with longest_firs
     s.set_epoch(epoch);
     bool found = false;
     const auto all = read_all(s);
-    for (const auto& b : all[0]) found = found || std::count(b.indices.begin(), b.indices.end(), std::uint64_t{1234}) == 1;
+    for (const auto& b : all[0])
+      found = found || std::count(b.indices.begin(), b.indices.end(), std::uint64_t{1234}) == 1;
     CHECK(found);
   }
 }
@@ -244,7 +245,8 @@ TEST_CASE("Token batches: one window pads as a global sort and greedy cut; small
   std::uint64_t before = 0, after = 0;
   for (std::size_t i = b; i < cut; ++i) before += sorted[i];
   for (std::size_t i = cut; i < sorted.size(); ++i) after += sorted[i];
-  while (cut - b > 1 && (sorted.size() - cut + 1) * sorted.back() <= 4096 && after + sorted[cut - 1] <= before - sorted[cut - 1]) {
+  while (cut - b > 1 && (sorted.size() - cut + 1) * sorted.back() <= 4096 &&
+         after + sorted[cut - 1] <= before - sorted[cut - 1]) {
     after += sorted[cut - 1];
     before -= sorted[--cut];
   }
@@ -289,8 +291,9 @@ TEST_CASE("Token batches: bad input throws config_error naming the sample or opt
                     "TokenBatchOptions: accumulation_steps is 0 (expected at least 1)");
   CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_batch_multiple(0)),
                     "TokenBatchOptions: batch_multiple is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_cost(ds::TokenCost::quadratic, 0)),
-                    "TokenBatchOptions: quadratic_q is 0 (expected at least 1 for the cost d + d*d/q)");
+  CHECK_THROWS_WITH(
+      ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_cost(ds::TokenCost::quadratic, 0)),
+      "TokenBatchOptions: quadratic_q is 0 (expected at least 1 for the cost d + d*d/q)");
   CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_tail(ds::Tail::drop)),
                     "TokenBatchOptions: tail drop is not supported (expected uneven: every sample once, empty "
                     "micro-batches flagged)");

@@ -85,7 +85,8 @@ class ShardFile {
       namespace detail = distsampler::detail;
       const detail::DecimalParse p = detail::parse_decimal(text);
       if (p.error != detail::DecimalError::ok) fail_line(fmt::format("{} {}", shown(text), detail::describe(p.error)));
-      if (sizes_.size() == kind_.most) fail_line(fmt::format("more than {} {} ({})", kind_.most, kind_.many, kind_.why));
+      if (sizes_.size() == kind_.most)
+        fail_line(fmt::format("more than {} {} ({})", kind_.most, kind_.many, kind_.why));
       sizes_.push_back(p.value);
     }
     line_.clear();
@@ -141,7 +142,8 @@ std::vector<std::uint64_t> parse_list(std::string_view flag, std::string_view li
 
 std::vector<std::uint64_t> parse_list_or_file(std::string_view flag, std::string_view spec, const ListKind& kind) {
   if (spec.empty()) {
-    throw UsageError(fmt::format("{} is empty (expected a comma-separated list of {} or a file name)", flag, kind.many));
+    throw UsageError(
+        fmt::format("{} is empty (expected a comma-separated list of {} or a file name)", flag, kind.many));
   }
   if (spec.find_first_not_of("0123456789,") == std::string_view::npos) return parse_list(flag, spec, kind);
   if (spec.find('\0') != std::string_view::npos) {

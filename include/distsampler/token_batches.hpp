@@ -90,8 +90,8 @@ class TokenWindow {
                               std::to_string(first_step_) + ".." + std::to_string(end_step()) + " exclusive, k < " +
                               std::to_string(accumulation_) + ", rank < " + std::to_string(world_size_) + ")");
     }
-    const PlannedMicroBatch& b = plan_.batches[plan_.deal[((step - first_step_) * accumulation_ + k) * world_size_ +
-                                                          rank]];
+    const PlannedMicroBatch& b =
+        plan_.batches[plan_.deal[((step - first_step_) * accumulation_ + k) * world_size_ + rank]];
     TokenMicroBatch out;
     out.indices.resize(static_cast<std::size_t>(b.size()));
     for (std::uint64_t i = 0; i < b.size(); ++i) out.indices[i] = order_.index(position_ + plan_.samples[b.begin + i]);
@@ -193,7 +193,8 @@ class TokenBatchSampler {
   /// set_epoch(epoch() + 1); config_error when the epoch would overflow.
   void next_epoch() {
     if (epoch() == UINT64_MAX) {
-      detail::throw_config_error("TokenBatchSampler: epoch 18446744073709551615 cannot advance (expected a lower epoch)");
+      detail::throw_config_error(
+          "TokenBatchSampler: epoch 18446744073709551615 cannot advance (expected a lower epoch)");
     }
     set_epoch(epoch() + 1);
   }
@@ -201,7 +202,8 @@ class TokenBatchSampler {
   /// What saved states must match: the order's key with this family, Tail::uneven and the
   /// layout hash of the lengths and options.
   [[nodiscard]] StateKey key() const noexcept {
-    StateKey k = EpochOrder<FeistelPermutation>::make_key(family, Tail::uneven, n_, options_.shuffle, options_.seed, {});
+    StateKey k =
+        EpochOrder<FeistelPermutation>::make_key(family, Tail::uneven, n_, options_.shuffle, options_.seed, {});
     k.layout = layout_;
     k.layout_name = "token lengths or budget options";
     return k;
@@ -215,11 +217,10 @@ class TokenBatchSampler {
     const std::uint64_t steps = num_steps();
     if (steps_done > steps || micro_batches_done >= options_.accumulation_steps ||
         (steps_done == steps && micro_batches_done > 0)) {
-      detail::throw_config_error("TokenBatchSampler::state: steps_done " + std::to_string(steps_done) +
-                                 " and micro_batches_done " + std::to_string(micro_batches_done) +
-                                 " are out of range (expected steps_done <= " + std::to_string(steps) +
-                                 ", micro_batches_done < " + std::to_string(options_.accumulation_steps) +
-                                 " and 0 at the end)");
+      detail::throw_config_error(
+          "TokenBatchSampler::state: steps_done " + std::to_string(steps_done) + " and micro_batches_done " +
+          std::to_string(micro_batches_done) + " are out of range (expected steps_done <= " + std::to_string(steps) +
+          ", micro_batches_done < " + std::to_string(options_.accumulation_steps) + " and 0 at the end)");
     }
     std::uint64_t consumed = n_;
     if (steps_done < steps) {
@@ -248,8 +249,8 @@ class TokenBatchSampler {
   /// The planned window holding `step`. Throws std::out_of_range when step >= num_steps().
   [[nodiscard]] TokenWindow window(std::uint64_t step) const {
     if (step >= num_steps()) {
-      throw std::out_of_range(detail::out_of_range_message("TokenBatchSampler::window", "step", step, "num_steps",
-                                                           num_steps()));
+      throw std::out_of_range(
+          detail::out_of_range_message("TokenBatchSampler::window", "step", step, "num_steps", num_steps()));
     }
     return plan(visit_of_step(step));
   }
@@ -270,8 +271,8 @@ class TokenBatchSampler {
   struct Epoch {
     EpochOrder<FeistelPermutation> order;
     std::uint64_t start = 0;
-    std::uint64_t first_visit = 0;  // visits before it were consumed before the start
-    std::uint64_t offset = 0;       // samples of the first visit consumed before the start
+    std::uint64_t first_visit = 0;            // visits before it were consumed before the start
+    std::uint64_t offset = 0;                 // samples of the first visit consumed before the start
     std::vector<std::uint64_t> sample_start;  // per visit from first_visit: plan-sequence start
     std::vector<std::uint64_t> step_start;    // per visit from first_visit, and the end
     TokenEpochStats stats;
@@ -318,9 +319,9 @@ class TokenBatchSampler {
       h ^= h >> 29;
     }
     const TokenBatchOptions& o = options_;
-    for (const std::uint64_t v : {o.max_tokens, static_cast<std::uint64_t>(o.cost), o.quadratic_q, o.max_samples,
-                                  o.batch_multiple, o.window, std::uint64_t{o.longest_first},
-                                  static_cast<std::uint64_t>(o.oversize), dataset_size}) {
+    for (const std::uint64_t v :
+         {o.max_tokens, static_cast<std::uint64_t>(o.cost), o.quadratic_q, o.max_samples, o.batch_multiple, o.window,
+          std::uint64_t{o.longest_first}, static_cast<std::uint64_t>(o.oversize), dataset_size}) {
       h = detail::hash_field(h, v);
     }
     layout_ = detail::mix64(h);
@@ -362,8 +363,8 @@ class TokenBatchSampler {
   [[nodiscard]] TokenWindow plan(std::uint64_t local_visit) const {
     std::vector<std::uint64_t> positions;
     std::vector<std::uint32_t> lens;
-    TokenWindow w = plan_visit(epoch_.order, epoch_.first_visit + local_visit,
-                               local_visit == 0 ? epoch_.offset : 0, positions, lens);
+    TokenWindow w = plan_visit(epoch_.order, epoch_.first_visit + local_visit, local_visit == 0 ? epoch_.offset : 0,
+                               positions, lens);
     w.first_step_ = epoch_.step_start[local_visit];
     return w;
   }
@@ -411,7 +412,8 @@ class TokenBatchSampler {
       }
       for (std::uint64_t first = 0; first < p.batches.size(); first += group) {
         std::fill(rank_tokens.begin(), rank_tokens.end(), 0);
-        for (std::uint64_t i = 0; i < group; ++i) rank_tokens[i % world_.world_size] += p.batches[p.deal[first + i]].tokens;
+        for (std::uint64_t i = 0; i < group; ++i)
+          rank_tokens[i % world_.world_size] += p.batches[p.deal[first + i]].tokens;
         const auto [lo, hi] = std::minmax_element(rank_tokens.begin(), rank_tokens.end());
         if (*lo == 0) {
           ++s.steps_with_empty_rank;

@@ -69,15 +69,15 @@ enum class Oversize : std::uint8_t { error = 0, own_batch = 1, skip = 2 };
 /// Tail::uneven, the only tail this sampler has: every sample is read once, and ranks
 /// short of a micro-batch get an empty one.
 struct TokenBatchOptions : OrderOptions<TokenBatchOptions> {
-  std::uint64_t max_tokens = 0;               ///< budget per micro-batch under `cost` (required)
-  TokenCost cost = TokenCost::padded;         ///< cost model of the budget
-  std::uint64_t quadratic_q = 1024;           ///< q of TokenCost::quadratic (d + d*d/q); at least 1
-  std::uint64_t max_samples = 0;              ///< samples per micro-batch at most; 0: no limit
-  std::uint64_t batch_multiple = 1;           ///< sample counts a multiple of this when possible
+  std::uint64_t max_tokens = 0;                   ///< budget per micro-batch under `cost` (required)
+  TokenCost cost = TokenCost::padded;             ///< cost model of the budget
+  std::uint64_t quadratic_q = 1024;               ///< q of TokenCost::quadratic (d + d*d/q); at least 1
+  std::uint64_t max_samples = 0;                  ///< samples per micro-batch at most; 0: no limit
+  std::uint64_t batch_multiple = 1;               ///< sample counts a multiple of this when possible
   std::uint64_t window = std::uint64_t{1} << 20;  ///< samples sorted together (memory O(window))
-  std::uint64_t accumulation_steps = 1;       ///< K, micro-batches per rank per optimizer step
-  bool longest_first = false;                 ///< the epoch's longest sample in step 0
-  Oversize oversize = Oversize::error;        ///< samples over the budget on their own
+  std::uint64_t accumulation_steps = 1;           ///< K, micro-batches per rank per optimizer step
+  bool longest_first = false;                     ///< the epoch's longest sample in step 0
+  Oversize oversize = Oversize::error;            ///< samples over the budget on their own
 
   constexpr TokenBatchOptions() noexcept : OrderOptions(Tail::uneven) {}  // user-provided: not an aggregate
   constexpr TokenBatchOptions& with_max_tokens(std::uint64_t value) noexcept {
@@ -137,7 +137,8 @@ struct TokenBatchOptions : OrderOptions<TokenBatchOptions> {
     }
     if (batch_multiple == 0) detail::throw_config_error(w + ": batch_multiple is 0 (expected at least 1)");
     if (window == 0 || window > UINT32_MAX) {
-      detail::throw_config_error(w + ": window " + std::to_string(window) + " is out of range (expected 1..4294967295)");
+      detail::throw_config_error(w + ": window " + std::to_string(window) +
+                                 " is out of range (expected 1..4294967295)");
     }
     if (accumulation_steps == 0) detail::throw_config_error(w + ": accumulation_steps is 0 (expected at least 1)");
     if (oversize != Oversize::error && oversize != Oversize::own_batch && oversize != Oversize::skip) {
@@ -153,8 +154,8 @@ struct TokenBatchOptions : OrderOptions<TokenBatchOptions> {
   friend constexpr bool operator==(const TokenBatchOptions& a, const TokenBatchOptions& b) noexcept {
     return a.same_order_options(b) && a.max_tokens == b.max_tokens && a.cost == b.cost &&
            a.quadratic_q == b.quadratic_q && a.max_samples == b.max_samples && a.batch_multiple == b.batch_multiple &&
-           a.window == b.window && a.accumulation_steps == b.accumulation_steps &&
-           a.longest_first == b.longest_first && a.oversize == b.oversize;
+           a.window == b.window && a.accumulation_steps == b.accumulation_steps && a.longest_first == b.longest_first &&
+           a.oversize == b.oversize;
   }
   friend constexpr bool operator!=(const TokenBatchOptions& a, const TokenBatchOptions& b) noexcept {
     return !(a == b);
@@ -186,11 +187,11 @@ struct WindowPlan {
   std::vector<std::uint32_t> samples;
   std::vector<PlannedMicroBatch> batches;
   std::vector<std::uint32_t> deal;
-  std::uint64_t planned = 0;   ///< samples in micro-batches (the rest of `samples` is skipped)
-  std::uint64_t skipped = 0;   ///< samples over the budget under Oversize::skip
-  std::uint64_t empties = 0;   ///< empty micro-batches added so every rank has one per round
-  std::uint64_t splits = 0;    ///< micro-batches added by splitting
-  std::uint64_t merges = 0;    ///< micro-batches removed by merging
+  std::uint64_t planned = 0;  ///< samples in micro-batches (the rest of `samples` is skipped)
+  std::uint64_t skipped = 0;  ///< samples over the budget under Oversize::skip
+  std::uint64_t empties = 0;  ///< empty micro-batches added so every rank has one per round
+  std::uint64_t splits = 0;   ///< micro-batches added by splitting
+  std::uint64_t merges = 0;   ///< micro-batches removed by merging
 
   [[nodiscard]] std::uint64_t steps(std::uint64_t group) const noexcept { return batches.size() / group; }
 };
@@ -241,7 +242,8 @@ inline void even_tail(const std::vector<std::uint64_t>& sorted, const TokenBatch
   const std::uint64_t longest = sorted[end - 1] >> 32;
   while (cut - begin > 1) {
     const std::uint64_t d = sorted[cut - 1] >> 32, count = end - cut + 1;
-    const std::uint64_t cost = o.cost == TokenCost::padded ? count * longest : add_saturating(after_cost, o.sample_cost(d));
+    const std::uint64_t cost =
+        o.cost == TokenCost::padded ? count * longest : add_saturating(after_cost, o.sample_cost(d));
     if (cost > o.max_tokens || (o.max_samples != 0 && count > o.max_samples) || after + d > before - d) break;
     after += d;
     before -= d;
@@ -345,8 +347,8 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
 /// Pure: deterministic in its arguments. O(size log size) time, O(size) memory.
 /// Precondition: lengths are >= 1, size < 2^32, world_size >= 1.
 [[nodiscard]] inline WindowPlan plan_window(const std::uint32_t* lengths, std::uint64_t size,
-                                            const TokenBatchOptions& o, std::uint64_t shuffle_seed,
-                                            std::uint64_t epoch, bool longest_to_front, std::uint64_t resume_offset,
+                                            const TokenBatchOptions& o, std::uint64_t shuffle_seed, std::uint64_t epoch,
+                                            bool longest_to_front, std::uint64_t resume_offset,
                                             std::uint64_t world_size) {
   WindowPlan plan;
   std::vector<std::uint64_t> sorted(static_cast<std::size_t>(size));
@@ -396,7 +398,7 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
       if (a.oversize || b.oversize) continue;
       const std::uint64_t n = a.size() + b.size();
       const std::uint64_t cost = o.cost == TokenCost::padded ? n * std::max(a.padded / a.size(), b.padded / b.size())
-                                                              : detail::add_saturating(a.cost, b.cost);
+                                                             : detail::add_saturating(a.cost, b.cost);
       if (cost > o.max_tokens || (o.max_samples != 0 && n > o.max_samples)) continue;
       merge_at.push_back(i++);
     }
