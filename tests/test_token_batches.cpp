@@ -73,6 +73,7 @@ ds::TokenBatchOptions random_options(ds::detail::SplitMix64& rng, std::uint64_t 
 TEST_CASE("Token batches: equal micro-batches per rank per step, budget kept, every sample once, deterministic",
           "[tokens][property]") {
   ds::detail::SplitMix64 rng(20261201);
+  std::uint64_t merges = 0, splits = 0, all_empties = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const std::uint64_t n = rng() % 900, max_len = 4 + rng() % 200, world = 1 + rng() % 5;
     const std::vector<std::uint32_t> lengths = random_lengths(n, rng(), max_len);
@@ -125,6 +126,9 @@ TEST_CASE("Token batches: equal micro-batches per rank per step, budget kept, ev
     CHECK(s.stats().empty_micro_batches == empties);
     CHECK(s.stats().tokens == tokens);
     CHECK(s.stats().micro_batches == s.num_steps() * world * o.accumulation_steps);
+    merges += s.stats().merges;
+    splits += s.stats().splits;
+    all_empties += empties;
 
     // Every rank's own sampler has the same step count and reads what the window deals it.
     const ds::TokenBatchSampler last(n, lengths, ds::World(world - 1, world), o);
@@ -141,6 +145,10 @@ TEST_CASE("Token batches: equal micro-batches per rank per step, budget kept, ev
       for (std::size_t j = 0; j < all[i].size(); ++j) REQUIRE(again[i][j].indices == all[i][j].indices);
     }
   }
+  // The trials reach every balancing path.
+  CHECK(merges > 0);
+  CHECK(splits > 0);
+  CHECK(all_empties > 0);
 }
 
 TEST_CASE("Token batches resume exactly once on another world size and accumulation", "[tokens][resume]") {
@@ -177,6 +185,32 @@ TEST_CASE("Token batches resume exactly once on another world size and accumulat
     }
     for (std::uint64_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
 
+    // Resumed again from inside the resumed run, on a third shape: still every sample once.
+    const auto after = read_all(second);
+    const std::uint64_t stop2 = after.empty() ? 0 : rng() % (after.size() + 1);
+    std::fill(seen.begin(), seen.end(), 0);
+    for (std::uint64_t s = 0; s < stop; ++s) {
+      for (const auto& b : before[s]) {
+        for (const std::uint64_t x : b.indices) ++seen[x];
+      }
+    }
+    for (std::uint64_t i = 0; i < k_done * w1; ++i) {
+      for (const std::uint64_t x : before[stop][i].indices) ++seen[x];
+    }
+    for (std::uint64_t s = 0; s < stop2; ++s) {
+      for (const auto& b : after[s]) {
+        for (const std::uint64_t x : b.indices) ++seen[x];
+      }
+    }
+    const std::uint64_t w3 = 1 + rng() % 5;
+    const ds::TokenBatchSampler third(n, lengths, ds::World(w3 - 1, w3), o, second.state(stop2));
+    for (const auto& row : read_all(third)) {
+      for (const auto& b : row) {
+        for (const std::uint64_t x : b.indices) ++seen[x];
+      }
+    }
+    for (std::uint64_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+
     // The same shape resumed at a window's start continues as the uninterrupted run.
     ds::TokenBatchSampler same(n, lengths, ds::World(0, w1), o);
     same.resume(first.state(0));
@@ -206,6 +240,24 @@ TEST_CASE("Token batches: the window balances by splitting, then by empty marker
   const ds::TokenBatchSampler m(9, pairs, ds::World(0, 2), ds::TokenBatchOptions().with_max_tokens(20).with_window(9));
   CHECK(m.stats().micro_batches % 2 == 0);
   CHECK(m.stats().empty_micro_batches == 0);
+}
+
+TEST_CASE("Token batches: each round is dealt by cost, the costliest to the rank with the least so far", "[tokens]") {
+  // Sorted 2 3 9 10 under a linear budget of 10: [2 3] [9] [10]; four slots (2 ranks x 2 rounds)
+  // split [2 3]. Round 0 reads [2] [3]: 3 to rank 0 (ties: the lower rank), 2 to rank 1. Round 1
+  // reads [9] [10]: 10 to rank 1, which has less so far; each rank then has 12 tokens.
+  const std::uint32_t lengths[] = {10, 2, 9, 3};
+  const auto o = ds::TokenBatchOptions()
+                     .with_cost(ds::TokenCost::linear)
+                     .with_max_tokens(10)
+                     .with_shuffle(false)
+                     .with_accumulation_steps(2);
+  const ds::WindowPlan plan = ds::plan_window(lengths, 4, o, 0, 0, false, 0, 2);
+  REQUIRE(plan.batches.size() == 4);
+  CHECK(plan.splits == 1);
+  std::vector<std::uint64_t> dealt;
+  for (const std::uint32_t id : plan.deal) dealt.push_back(plan.batches[id].tokens);
+  CHECK(dealt == std::vector<std::uint64_t>{3, 2, 9, 10});
 }
 
 TEST_CASE("Token batches: the longest sample is read in step 0 with longest_first", "[tokens]") {
