@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <string>
@@ -48,6 +48,13 @@ struct Result {
   double seconds = 0;
   double extra_mb = 0;
 };
+
+// CPU seconds of this process: robust to other processes sharing the cores, unlike wall time.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 double uniform01(ds::detail::SplitMix64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
@@ -157,10 +164,10 @@ void shuffle_in_place(std::vector<Batch>& v, std::uint64_t seed) {
 
 Result run_tokens(const std::vector<std::uint32_t>& len, std::uint64_t budget, std::uint64_t window) {
   Result r;
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   const ds::TokenBatchSampler s(len.size(), len, ds::World(0, world),
                                 ds::TokenBatchOptions().with_max_tokens(budget).with_window(window).with_seed(1));
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = cpu_seconds() - t0;
   const ds::TokenEpochStats& st = s.stats();
   r.efficiency = st.padding_efficiency();
   r.min_steps = r.max_steps = s.num_steps();
@@ -172,7 +179,7 @@ Result run_tokens(const std::vector<std::uint32_t>& len, std::uint64_t budget, s
 
 Result run_fairseq(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
   Result r;
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   const std::uint64_t n = len.size();
   // Sort by (length, random tie-break): the key packs length and a permuted position.
   std::vector<std::uint64_t> keys(n);
@@ -196,7 +203,7 @@ Result run_fairseq(const std::vector<std::uint32_t>& len, std::uint64_t budget) 
   if (!cur.empty()) batches.push_back(std::move(cur));
   keys = {};
   shuffle_in_place(batches, 7);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = cpu_seconds() - t0;
   r.max_steps = r.min_steps = (batches.size() + world - 1) / world;
   r.dummies = r.max_steps * world - batches.size();
   score_round_robin(batches, len, budget, r);
@@ -210,7 +217,7 @@ Result run_hf(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
   for (const std::uint32_t l : len) mean += l;
   mean /= static_cast<double>(n);
   const std::uint64_t b = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(budget) / mean));
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   std::vector<std::uint64_t> perm(n);
   const ds::FeistelPermutation p(n, 3, 0);
   for (std::uint64_t i = 0; i < n; ++i) perm[i] = p(i);
@@ -244,7 +251,7 @@ Result run_hf(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
     dup += b;
     batches.push_back(std::move(fill));
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = cpu_seconds() - t0;
   r.min_steps = r.max_steps = batches.size() / world;
   r.dummies = dup;
   score_round_robin(batches, len, budget, r);
@@ -254,7 +261,7 @@ Result run_hf(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
 Result run_lhotse(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
   Result r;
   const std::uint64_t n = len.size(), buckets = 10, buffer = 20000;
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   const ds::FeistelPermutation stream(n, 5, 0);
   // Bucket bounds: equal total length over the first 10000 samples of the stream.
   std::vector<std::uint64_t> head;
@@ -310,7 +317,7 @@ Result run_lhotse(const std::vector<std::uint32_t>& len, std::uint64_t budget) {
     }
     score.add(batch);
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = cpu_seconds() - t0;
   const std::uint64_t count = score.batches();
   r.max_steps = (count + world - 1) / world;
   r.min_steps = count / world;
@@ -358,19 +365,35 @@ Result measured(const std::string& method, const std::vector<std::uint32_t>& len
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_token_batches BUDGET N [N ...]\n");
+  // BUDGET [--window M] [--tokens-only] N [N ...]
+  std::uint64_t window = std::uint64_t{1} << 20;
+  bool tokens_only = false;
+  std::vector<std::uint64_t> sizes;
+  for (int a = 2; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--window" && a + 1 < argc) {
+      window = std::strtoull(argv[++a], nullptr, 10);
+    } else if (arg == "--tokens-only") {
+      tokens_only = true;
+    } else {
+      sizes.push_back(std::strtoull(arg.c_str(), nullptr, 10));
+    }
+  }
+  if (argc < 3 || sizes.empty() || window == 0) {
+    std::fprintf(stderr, "usage: bench_token_batches BUDGET [--window M] [--tokens-only] N [N ...]\n");
     return 2;
   }
-  const std::uint64_t budget = std::strtoull(argv[1], nullptr, 10), window = std::uint64_t{1} << 20;
+  const std::uint64_t budget = std::strtoull(argv[1], nullptr, 10);
+  std::printf("budget %llu padded tokens per micro-batch, world size 8, window %llu\n\n",
+              static_cast<unsigned long long>(budget), static_cast<unsigned long long>(window));
   std::printf(
       "| lengths | N | method | padding eff. | steps/rank (min..max) | empty/dummy | over budget | "
-      "step ratio mean / max | plan s | extra MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
-  for (int a = 2; a < argc; ++a) {
-    const std::uint64_t n = std::strtoull(argv[a], nullptr, 10);
+      "step ratio mean / max | plan CPU s | extra MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::uint64_t n : sizes) {
     for (const std::string kind : {"lognormal", "mixture"}) {
       const std::vector<std::uint32_t> len = make_lengths(kind, n);
       for (const std::string method : {"tokens", "fairseq", "hf", "lhotse"}) {
+        if (tokens_only && method != "tokens") continue;
         const Result r = measured(method, len, budget, window);
         std::printf("| %s | %llu | %s | %.5f | %llu..%llu | %llu | %llu | %.3f / %.2f | %.2f | %.1f |\n", kind.c_str(),
                     static_cast<unsigned long long>(n), method.c_str(), r.efficiency,
