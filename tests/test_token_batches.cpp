@@ -356,7 +356,26 @@ TEST_CASE("Token batches: bad input throws config_error naming the sample or opt
                     "TokenBatchSampler::state: steps_done " + std::to_string(s.num_steps() + 1) +
                         " and micro_batches_done 0 are out of range (expected steps_done <= " +
                         std::to_string(s.num_steps()) + ", micro_batches_done < 1 and 0 at the end)");
+  CHECK_THROWS_WITH(s.micro_batch(s.num_steps(), 0),
+                    "TokenBatchSampler::window: step " + std::to_string(s.num_steps()) +
+                        " is out of range for num_steps " + std::to_string(s.num_steps()) + " (expected 0.." +
+                        std::to_string(s.num_steps() - 1) + ")");
   CHECK_THROWS_AS(s.micro_batch(s.num_steps(), 0), std::out_of_range);
+  CHECK_THROWS_WITH(s.micro_batch(0, 1),
+                    "TokenBatchSampler::micro_batch: k 1 is out of range for accumulation_steps 1 (expected 0..0)");
+  const ds::TokenWindow window = s.window(0);
+  CHECK_THROWS_WITH(window.micro_batch(0, 0, 2),
+                    "TokenWindow::micro_batch: step 0, k 0 or rank 2 is out of range (expected steps 0.." +
+                        std::to_string(window.end_step()) + " exclusive, k < 1, rank < 2)");
+  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_cost(ds::TokenCost{7})),
+                    "TokenBatchOptions: cost 7 is not a TokenCost (expected padded, linear or quadratic)");
+  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions(o).with_oversize(ds::Oversize{5})),
+                    "TokenBatchOptions: oversize 5 is not an Oversize (expected error, own_batch or skip)");
+  ds::TokenBatchSampler last_epoch(3, lengths, w, o);
+  last_epoch.set_epoch(UINT64_MAX);
+  CHECK_THROWS_WITH(last_epoch.next_epoch(),
+                    "TokenBatchSampler: epoch 18446744073709551615 cannot advance (expected a lower epoch)");
+  CHECK(last_epoch.epoch() == UINT64_MAX);
 
   // A state of other lengths (or budget) is refused, naming the layout.
   const ds::SamplerState saved = s.state(0);
