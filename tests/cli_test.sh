@@ -15,6 +15,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # What a refusal must never show: the library's class names, an uncaught exception, a sanitizer report.
 internal='DistributedSampler|DistributedBatchSampler|StreamingShardSampler|SamplerState|PartitionChecker|TorchRandperm'
+internal+='|TokenBatchSampler|TokenBatchOptions|TokenWindow'
 internal+='|World:|terminate called|what\(\)|Sanitizer|runtime error|Aborted|core dumped'
 
 # run ARGS...: runs the CLI under the per-run timeout; sets rc, out (stdout) and err (stderr).
@@ -264,7 +265,7 @@ refuse --shard-sizes '--shard-sizes add up to more than 2^64-1 samples (at entry
     --world 1 --workers 1
 
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches or state'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state or tokens'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2
@@ -298,6 +299,43 @@ refuse --max-open-shards '--max-open-shards 65 is out of range (expected 1..64)'
     --workers 1 --max-open-shards 65
 refuse --run-length "--max-open-shards 2 x --run-length $big overflows 64 bits" shards --shard-sizes 5 --world 1 \
     --workers 1 --max-open-shards 2 --run-length $big
+
+# tokens: micro-batches under a token budget, the same count on every rank in every step, then a summary.
+expect 0 '^step 1 rank 0: \[\] tokens=0 padded=0$' -- tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 \
+    --world 3 --accum 2 --window 6
+expect 0 '12 micro-batches, 1 empty; 6 splits' -- tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 \
+    --accum 2 --window 6
+run tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 --accum 2 --window 6
+[[ $(grep -c '^step 1 rank 2: ' <<<"$out") -eq 2 && $(grep -c '^step [0-9]' <<<"$out") -eq 12 ]] &&
+  passed=$((passed + 1)) || fail "tokens: expected 2 micro-batches per rank and step, 12 lines:"$'\n'"$out"
+printf '%s\n' 40 3 3 3 3 3 3 3 3 30 31 >"$tmp/lengths.txt"
+expect 0 '^padding efficiency 1\.0000 \(real 125 / padded 125 tokens\)' -- tokens --lengths "$tmp/lengths.txt" \
+    --max-tokens 40 --world 2 --rank 1 --seed 3
+expect 0 '^step 0 rank 1: \[[0-9 ]+\] tokens=[0-9]+ padded=[0-9]+$' -- tokens --lengths "$tmp/lengths.txt" \
+    --max-tokens 40 --world 2 --rank 1 --steps 1
+refuse --lengths 'sample 1 has length 0 (expected at least 1 token per sample)' tokens --lengths 3,0,5 \
+    --max-tokens 10 --world 2
+refuse --max-tokens 'sample 2 has length 11 costing 11, over max_tokens 10' tokens --lengths 3,4,11 --max-tokens 10 \
+    --world 2
+refuse --max-tokens 'max_tokens is 0 (expected a token budget of at least 1' tokens --lengths 3,4 --max-tokens 0 \
+    --world 2
+refuse --lengths '--lengths entry 2 (4294967296) is above 4294967295' tokens --lengths 3,4294967296 --max-tokens 10 \
+    --world 2
+refuse --lengths '--lengths "nope.txt" is neither a comma-separated list of lengths nor an existing file' tokens \
+    --lengths nope.txt --max-tokens 10 --world 2
+refuse --lengths '--lengths is empty (expected a comma-separated list of lengths or a file name)' tokens --lengths= \
+    --max-tokens 10 --world 2
+: >"$tmp/no_lengths.txt"
+refuse --lengths 'has no lengths (expected one per line)' tokens --lengths "$tmp/no_lengths.txt" --max-tokens 10 \
+    --world 2
+refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
+    --rank 2
+refuse --accum '--accum 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 --accum 0
+refuse --window '--window 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
+    --window 0
+refuse --window 'window 4294967296 is out of range (expected 1..4294967295)' tokens --lengths 3,4 --max-tokens 10 \
+    --world 2 --window 4294967296
+refuse --max-tokens '--max-tokens is required for tokens' tokens --lengths 3,4 --world 2
 refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' batches --size 20 --world 2 --micro-batch 0 \
     --accum 1
 refuse --accum '--accum 0 is too small' state --size 20 --world 2 --micro-batch 1 --accum 0 --step 0

@@ -28,13 +28,17 @@ const std::vector<FlagSpec>& flags() {
       {"--workers", "K", "data-loader workers per rank, at least 1"},
       {"--max-open-shards", "M", "shards a consumer reads interleaved (default 8, at most 64)"},
       {"--run-length", "L", "records read in a row from one shard (default 8)"},
-      {"--window", "W", "each lane's runs are shuffled within windows of W runs (default 16; 1 = in order)"},
+      {"--window", "W",
+       "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
+       "                               tokens: samples sorted by length together (default 1048576)"},
       {"--ranges", "K", "shard ranges printed per consumer (default 8)"},
       {"--micro-batch", "B", "samples per micro-batch, at least 1"},
       {"--accum", "K", "gradient-accumulation micro-batches per step, at least 1"},
       {"--resume", "STATE", "continue from a state line printed by `state`"},
       {"--steps", "S", "print only the first S steps"},
       {"--step", "S", "steps done (0..the epoch's steps)"},
+      {"--lengths", "FILE|LIST", "token counts of the samples: comma-separated, or a file with one per line"},
+      {"--max-tokens", "T", "token budget per micro-batch: samples x longest length (padded tokens), at least 1"},
   };
   return table;
 }
@@ -64,6 +68,10 @@ std::string limits_text(std::string_view command) {
         "limits: at most {} indices printed (see --steps, --rank); without --rank, --world at most {};\n"
         "{}. Tail defaults to drop.\n",
         limits::printed, limits::ranks, torch);
+  }
+  if (command == "tokens") {
+    return fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
+                       limits::lengths, limits::file_bytes, limits::line_bytes);
   }
   return fmt::format("limits: {}. Tail defaults to drop.\n", torch);
 }
@@ -237,6 +245,14 @@ const std::vector<CommandSpec>& commands() {
        "print the one-line state after S steps of every rank (resumable on any world size)",
        {"--size", "--world", "--micro-batch", "--accum", "--step"},
        {"--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
+      {"tokens",
+       "distsampler tokens --lengths FILE|LIST --max-tokens T --world W [--accum K] [--window M] [--rank R] [flags]",
+       "print micro-batches under a token budget, equal per rank per step",
+       "print each step's micro-batches under the token budget, one line each: step S rank R: [indices]\n"
+       "tokens=real padded=count x longest ([] is an empty micro-batch), of rank R only with --rank; then a\n"
+       "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
+       {"--lengths", "--max-tokens", "--world"},
+       {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"}},
   };
   return table;
 }

@@ -37,6 +37,8 @@ inline constexpr std::uint64_t torch_work = std::uint64_t{1} << 28;
 inline constexpr std::uint64_t torch_rank_cost = 1024;
 /// Shard sizes read from a list or a file.
 inline constexpr std::uint64_t shards = std::uint64_t{1} << 20;
+/// Lengths read by tokens from a list or a file.
+inline constexpr std::uint64_t lengths = std::uint64_t{1} << 22;
 /// shards builds one sampler per rank, each O(shards): world x shards.
 inline constexpr std::uint64_t shard_work = std::uint64_t{1} << 24;
 /// A --shard-sizes file: bytes read, and bytes per line.
@@ -110,6 +112,8 @@ struct Invocation {
 /// and for a file its name and line; a file is refused past limits::file_bytes, a line past
 /// limits::line_bytes or at a NUL byte, and either form past limits::shards entries.
 [[nodiscard]] std::vector<std::uint64_t> parse_shard_sizes(std::string_view flag, std::string_view spec);
+/// --lengths: as parse_shard_sizes, for per-sample token counts (each below 2^32), at most limits::lengths.
+[[nodiscard]] std::vector<std::uint32_t> parse_lengths(std::string_view flag, std::string_view spec);
 /// The list form only (never touches the file system).
 [[nodiscard]] std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list);
 

@@ -338,6 +338,60 @@ int run_state(const Invocation& in) {
   return 0;
 }
 
+int run_tokens(const Invocation& in) {
+  TokenFlags t;
+  t.lengths = parse_lengths("--lengths", in.text("--lengths"));
+  t.world_size = at_least_one(in, "--world");
+  t.options.with_max_tokens(in.required_number("--max-tokens"));
+  if (in.has("--accum")) t.options.with_accumulation_steps(at_least_one(in, "--accum"));
+  if (in.has("--window")) t.options.with_window(at_least_one(in, "--window"));
+  if (in.has("--seed")) t.options.with_seed(parse_seed("--seed", in.text("--seed")));
+  t.epoch = in.number("--epoch").value_or(0);
+  const auto rank = rank_flag(in, t.world_size);
+  if (t.world_size > limits::ranks) {
+    too_large(fmt::format("--world {}", t.world_size), "tokens", limits::ranks, "every rank's micro-batches are dealt");
+  }
+  const ds::TokenBatchSampler s = make_token_sampler(t, rank.value_or(0));
+  const std::uint64_t steps = std::min(in.number("--steps").value_or(UINT64_MAX), s.num_steps());
+  const std::uint64_t first = rank.value_or(0), last = rank ? first + 1 : t.world_size;
+  Output out;
+  for (std::uint64_t step = 0; step < steps;) {
+    const ds::TokenWindow w = s.window(step);
+    for (; step < std::min(steps, w.end_step()); ++step) {
+      for (std::uint64_t r = first; r < last; ++r) {
+        for (std::uint64_t k = 0; k < s.accumulation_steps(); ++k) {
+          const ds::TokenMicroBatch b = w.micro_batch(step, k, r);
+          auto& line = out.buffer();
+          fmt::format_to(std::back_inserter(line), "step {} rank {}: [", step, r);
+          for (std::size_t e = 0; e < b.indices.size(); ++e) {
+            fmt::format_to(std::back_inserter(line), "{}{}", e ? " " : "", b.indices[e]);
+          }
+          fmt::format_to(std::back_inserter(line), "] tokens={} padded={}{}", b.tokens, b.padded,
+                         b.oversize ? " oversize" : "");
+          out.end_line();
+        }
+      }
+    }
+  }
+  const ds::TokenEpochStats& st = s.stats();
+  fmt::format_to(std::back_inserter(out.buffer()),
+                 "summary: {} steps x world_size {} x accumulation {}; {} micro-batches, {} empty; {} splits, {} "
+                 "merges; epoch {}",
+                 st.steps, t.world_size, s.accumulation_steps(), st.micro_batches, st.empty_micro_batches, st.splits,
+                 st.merges, s.epoch());
+  out.end_line();
+  fmt::format_to(std::back_inserter(out.buffer()), "padding efficiency {:.4f} (real {} / padded {} tokens)",
+                 st.padding_efficiency(), st.tokens, st.padded);
+  out.end_line();
+  fmt::format_to(std::back_inserter(out.buffer()),
+                 "step balance: most / fewest real tokens of a rank in a step, mean {:.3f}, max {:.3f} ({} steps "
+                 "with an empty rank)",
+                 st.mean_step_ratio, st.max_step_ratio, st.steps_with_empty_rank);
+  out.end_line();
+  out.flush();
+  return 0;
+}
+
 }  // namespace
 
 int run_command(const Invocation& invocation) {
@@ -346,6 +400,7 @@ int run_command(const Invocation& invocation) {
   if (name == "check") return run_check(invocation);
   if (name == "shards") return run_shards(invocation);
   if (name == "batches") return run_batches(invocation);
+  if (name == "tokens") return run_tokens(invocation);
   return run_state(invocation);
 }
 

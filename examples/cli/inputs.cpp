@@ -27,14 +27,26 @@ struct FileCloser {
   void operator()(std::FILE* f) const noexcept { std::fclose(f); }
 };
 
+// What a list holds, for messages: "sample count"/"sample counts", at most `most` entries (`why`).
+struct ListKind {
+  std::string_view one;
+  std::string_view many;
+  std::uint64_t most;
+  std::string_view why;
+};
+
+constexpr ListKind shard_kind{"sample count", "sample counts", limits::shards, "the most shards reads"};
+constexpr ListKind length_kind{"length", "lengths", limits::lengths, "the most tokens reads"};
+
 class ShardFile {
  public:
-  ShardFile(std::string_view flag, std::string path) : flag_(flag), path_(std::move(path)) {}
+  ShardFile(std::string_view flag, std::string path, const ListKind& kind = shard_kind)
+      : flag_(flag), path_(std::move(path)), kind_(kind) {}
 
   std::vector<std::uint64_t> read() {
     struct stat info {};
     if (::stat(path_.c_str(), &info) != 0) fail_open(errno);
-    if (S_ISDIR(info.st_mode)) fail("is a directory (expected a file with one sample count per line)");
+    if (S_ISDIR(info.st_mode)) fail(fmt::format("is a directory (expected a file with one {} per line)", kind_.one));
     const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path_.c_str(), "rb"));
     if (!file) fail_open(errno);
     char buffer[1 << 16];
@@ -47,22 +59,22 @@ class ShardFile {
       }
       total += got;
       if (total > limits::file_bytes) {
-        fail(fmt::format("is larger than {} bytes (expected at most {} sample counts, one per line)",
-                         limits::file_bytes, limits::shards));
+        fail(fmt::format("is larger than {} bytes (expected at most {} {}, one per line)", limits::file_bytes,
+                         kind_.most, kind_.many));
       }
       for (std::size_t i = 0; i < got; ++i) take(buffer[i]);
     }
     if (!line_.empty()) end_line();
-    if (sizes_.empty()) fail("has no sample counts (expected one count per line)");
+    if (sizes_.empty()) fail(fmt::format("has no {} (expected one per line)", kind_.many));
     return std::move(sizes_);
   }
 
  private:
   void take(char c) {
     if (c == '\n') return end_line();
-    if (c == '\0') fail_line("a NUL byte (expected text: one sample count per line)");
+    if (c == '\0') fail_line(fmt::format("a NUL byte (expected text: one {} per line)", kind_.one));
     if (line_.size() == limits::line_bytes) {
-      fail_line(fmt::format("longer than {} bytes (expected one sample count per line)", limits::line_bytes));
+      fail_line(fmt::format("longer than {} bytes (expected one {} per line)", limits::line_bytes, kind_.one));
     }
     line_ += c;
   }
@@ -73,9 +85,8 @@ class ShardFile {
       namespace detail = distsampler::detail;
       const detail::DecimalParse p = detail::parse_decimal(text);
       if (p.error != detail::DecimalError::ok) fail_line(fmt::format("{} {}", shown(text), detail::describe(p.error)));
-      if (sizes_.size() == limits::shards) {
-        fail_line(fmt::format("more than {} sample counts (the most shards reads)", limits::shards));
-      }
+      if (sizes_.size() == kind_.most)
+        fail_line(fmt::format("more than {} {} ({})", kind_.most, kind_.many, kind_.why));
       sizes_.push_back(p.value);
     }
     line_.clear();
@@ -90,14 +101,15 @@ class ShardFile {
   }
   [[noreturn]] void fail_open(int error) const {
     if (error == ENOENT) {
-      throw UsageError(fmt::format("{} {} is neither a comma-separated list of sample counts nor an existing file",
-                                   flag_, shown(path_)));
+      throw UsageError(fmt::format("{} {} is neither a comma-separated list of {} nor an existing file", flag_,
+                                   shown(path_), kind_.many));
     }
     fail(fmt::format("cannot be opened: {}", std::strerror(error)));
   }
 
   std::string_view flag_;
   std::string path_;
+  ListKind kind_;
   std::string line_;
   std::uint64_t line_number_ = 1;
   std::vector<std::uint64_t> sizes_;
@@ -105,15 +117,17 @@ class ShardFile {
 
 }  // namespace
 
-std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list) {
+namespace {
+
+std::vector<std::uint64_t> parse_list(std::string_view flag, std::string_view list, const ListKind& kind) {
   namespace detail = distsampler::detail;
   std::vector<std::uint64_t> sizes;
   std::size_t at = 0;
   for (;;) {
     const std::size_t comma = std::min(list.find(',', at), list.size());
     const std::string_view item = list.substr(at, comma - at);
-    if (sizes.size() == limits::shards) {
-      throw UsageError(fmt::format("{} has more than {} entries (the most shards reads)", flag, limits::shards));
+    if (sizes.size() == kind.most) {
+      throw UsageError(fmt::format("{} has more than {} entries ({})", flag, kind.most, kind.why));
     }
     const detail::DecimalParse p = detail::parse_decimal(item);
     if (p.error != detail::DecimalError::ok) {
@@ -126,16 +140,39 @@ std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_v
   }
 }
 
-std::vector<std::uint64_t> parse_shard_sizes(std::string_view flag, std::string_view spec) {
+std::vector<std::uint64_t> parse_list_or_file(std::string_view flag, std::string_view spec, const ListKind& kind) {
   if (spec.empty()) {
     throw UsageError(
-        fmt::format("{} is empty (expected a comma-separated list of sample counts or a file name)", flag));
+        fmt::format("{} is empty (expected a comma-separated list of {} or a file name)", flag, kind.many));
   }
-  if (spec.find_first_not_of("0123456789,") == std::string_view::npos) return parse_shard_list(flag, spec);
+  if (spec.find_first_not_of("0123456789,") == std::string_view::npos) return parse_list(flag, spec, kind);
   if (spec.find('\0') != std::string_view::npos) {
     throw UsageError(fmt::format("{} {} contains a NUL byte (expected a list or a file name)", flag, shown(spec)));
   }
-  return ShardFile(flag, std::string(spec)).read();
+  return ShardFile(flag, std::string(spec), kind).read();
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list) {
+  return parse_list(flag, list, shard_kind);
+}
+
+std::vector<std::uint64_t> parse_shard_sizes(std::string_view flag, std::string_view spec) {
+  return parse_list_or_file(flag, spec, shard_kind);
+}
+
+std::vector<std::uint32_t> parse_lengths(std::string_view flag, std::string_view spec) {
+  const std::vector<std::uint64_t> values = parse_list_or_file(flag, spec, length_kind);
+  std::vector<std::uint32_t> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] > UINT32_MAX) {
+      throw UsageError(fmt::format("{} entry {} ({}) is above 4294967295 (expected a token count of 32 bits)", flag,
+                                   i + 1, values[i]));
+    }
+    out[i] = static_cast<std::uint32_t>(values[i]);
+  }
+  return out;
 }
 
 }  // namespace cli

@@ -43,6 +43,14 @@ struct ShardFlags {
   distsampler::ShardSamplerOptions options;
 };
 
+/// The tokens command's flags, already validated.
+struct TokenFlags {
+  std::vector<std::uint32_t> lengths;
+  std::uint64_t world_size = 1;
+  std::uint64_t epoch = 0;
+  distsampler::TokenBatchOptions options;
+};
+
 /// `message` without the library's leading "Who::member: ", so what remains can follow a flag name.
 [[nodiscard]] inline std::string without_who(std::string_view message) {
   std::size_t i = 0;
@@ -145,6 +153,16 @@ template <class BatchSampler>
     ds::StreamingShardSampler made(shard.sizes, ds::World(rank, shard.world_size),
                                    ds::ShardSamplerOptions(shard.options).with_num_workers(shard.workers));
     made.set_epoch(shard.epoch);
+    return made;
+  });
+}
+
+/// Rank `rank`'s TokenBatchSampler at the flags' epoch.
+[[nodiscard]] inline distsampler::TokenBatchSampler make_token_sampler(const TokenFlags& t, std::uint64_t rank) {
+  namespace ds = distsampler;
+  return library("--lengths/--max-tokens/--world/--accum/--window", [&] {
+    ds::TokenBatchSampler made(t.lengths.size(), t.lengths, ds::World(rank, t.world_size), t.options);
+    if (t.epoch != 0) made.set_epoch(t.epoch);
     return made;
   });
 }

@@ -16,6 +16,8 @@
 #include "overlap_check.hpp"
 #include "state.hpp"
 #include "streaming_shard_sampler.hpp"
+#include "token_batches.hpp"
+#include "token_plan.hpp"
 #include "verify.hpp"
 #include "version.hpp"
 #include "worker_schedule.hpp"
