@@ -10,6 +10,8 @@
 #include "error.hpp"
 #include "feistel.hpp"
 #include "loader_round_robin.hpp"
+#include "mixture.hpp"
+#include "mixture_schedule.hpp"
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
