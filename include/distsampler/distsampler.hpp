@@ -20,6 +20,7 @@
 #include "streaming_shard_sampler.hpp"
 #include "verify.hpp"
 #include "version.hpp"
+#include "weighted.hpp"
 #include "worker_schedule.hpp"
 #include "world.hpp"
 
