@@ -326,16 +326,16 @@ TEST_CASE("mixture: bad configuration and state throw naming the parameter", "[m
                     "18446744073709551615)");
   auto sched = [&](std::vector<WeightChange> s) { return MixtureOptions(o).with_schedule(std::move(s)); };
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{5, {1.0, 1.0}}, {5, {1.0, 2.0}}})),
-                    "MixtureSampler: schedule entry 1 (step 5) does not follow the previous step 5 (expected strictly "
+                    "MixtureSampler: schedule[1] (step 5) does not follow the previous step 5 (expected strictly "
                     "increasing steps from 1; the weights argument holds step 0)");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{0, {1.0, 1.0}}})),
-                    "MixtureSampler: schedule entry 0 (step 0) is not after step 0 (expected strictly increasing "
+                    "MixtureSampler: schedule[0] (step 0) is not after step 0 (expected strictly increasing "
                     "steps from 1; the weights argument holds step 0)");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{2, {1.0, -1.0}}})),
-                    "MixtureSampler: schedule entry 0 (step 2) weights[1] is -1.000000 (expected a finite weight >= "
+                    "MixtureSampler: schedule[0] (step 2) weights[1] is -1.000000 (expected a finite weight >= "
                     "0)");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{2, {1.0}}})),
-                    "MixtureSampler: schedule entry 0 (step 2) weights has 1 values for 2 sources (expected one "
+                    "MixtureSampler: schedule[0] (step 2) weights has 1 values for 2 sources (expected one "
                     "weight per source)");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions()),
                     "MixtureSampler: micro_batch_size is 0 (expected at least 1; set it with "

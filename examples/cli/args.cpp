@@ -35,6 +35,10 @@ const std::vector<FlagSpec>& flags() {
       {"--resume", "STATE", "continue from a state line printed by `state`"},
       {"--steps", "S", "print only the first S steps"},
       {"--step", "S", "steps done (0..the epoch's steps)"},
+      {"--sources", "LIST", "sample counts of the mixture's sources, comma-separated"},
+      {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
+      {"--schedule", "STEP:W1,W2,..[;...]", "weight changes: from step STEP on the weights W1,W2,..; entries by ;"},
+      {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
   };
   return table;
 }
@@ -58,6 +62,10 @@ std::string limits_text(std::string_view command) {
         "shards; a --shard-sizes file at most {} bytes, {} bytes per line.\n",
         limits::checked_indices, limits::shards, limits::ranks, limits::shard_work, limits::file_bytes,
         limits::line_bytes);
+  }
+  if (command == "mix") {
+    return fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank).\n", limits::shards,
+                       limits::printed);
   }
   if (command == "batches") {
     return fmt::format(
@@ -237,6 +245,14 @@ const std::vector<CommandSpec>& commands() {
        "print the one-line state after S steps of every rank (resumable on any world size)",
        {"--size", "--world", "--micro-batch", "--accum", "--step"},
        {"--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
+      {"mix",
+       "distsampler mix --sources LIST --weights LIST --world W --micro-batch B --accum K [--rank R] [flags]",
+       "print a weighted mixture's micro-batches or order and its prefix error",
+       "print each step's micro-batches of rank R (of every rank without --rank) as source:index pairs, or with\n"
+       "--order the epoch's global order as `source index` lines; then the largest prefix error |count_i(k) - k w_i|\n"
+       "of each source over the positions printed. The epoch ends when the first source runs out.",
+       {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
+       {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--order"}},
   };
   return table;
 }

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <system_error>
@@ -122,6 +123,53 @@ std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_v
     }
     sizes.push_back(p.value);
     if (comma == list.size()) return sizes;
+    at = comma + 1;
+  }
+}
+
+std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list) {
+  namespace detail = distsampler::detail;
+  std::vector<std::uint64_t> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string_view item = list.substr(at, comma - at);
+    if (out.size() == limits::shards) {
+      throw UsageError(fmt::format("{} has more than {} entries", flag, limits::shards));
+    }
+    const detail::DecimalParse p = detail::parse_decimal(item);
+    if (p.error != detail::DecimalError::ok) {
+      throw UsageError(fmt::format("{} entry {} {} {}", flag, out.size() + 1, shown(item), detail::describe(p.error)));
+    }
+    out.push_back(p.value);
+    if (comma == list.size()) return out;
+    at = comma + 1;
+  }
+}
+
+std::vector<double> parse_weights(std::string_view flag, std::string_view list, std::string_view what) {
+  std::vector<double> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string_view item = list.substr(at, comma - at);
+    if (out.size() == limits::shards) {
+      throw UsageError(fmt::format("{} {}has more than {} weights", flag, what, limits::shards));
+    }
+    // Digits, then optionally '.' and digits: no sign, exponent, spaces, inf or nan.
+    const std::size_t dot = item.find('.');
+    const std::string_view whole = item.substr(0, dot);
+    const std::string_view frac = dot == std::string_view::npos ? std::string_view("0") : item.substr(dot + 1);
+    const auto digits = [](std::string_view t) {
+      return !t.empty() && t.size() <= 40 && t.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (!digits(whole) || !digits(frac)) {
+      throw UsageError(fmt::format("{} {}weight {} {} is not a decimal number (expected digits with an optional "
+                                   "fraction, such as 0.25)",
+                                   flag, what, out.size() + 1, shown(item)));
+    }
+    out.push_back(std::strtod(std::string(item).c_str(), nullptr));
+    if (comma == list.size()) return out;
     at = comma + 1;
   }
 }

@@ -115,7 +115,7 @@ class MixtureSchedule {
     std::uint64_t last = 0;
     for (std::size_t j = 0; j < changes.size(); ++j) {
       const WeightChange& c = changes[j];
-      const std::string entry = w + ": schedule entry " + std::to_string(j) + " (step " + std::to_string(c.step) + ")";
+      const std::string entry = w + ": schedule[" + std::to_string(j) + "] (step " + std::to_string(c.step) + ")";
       if (c.step <= last) {
         detail::throw_config_error(entry + (j == 0 ? " is not after step 0" : " does not follow the previous step " +
                                                                               std::to_string(last)) +
