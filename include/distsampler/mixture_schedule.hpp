@@ -176,8 +176,9 @@ class MixtureSchedule {
       const u128 l_lo = left_count(n, b, lo), l_hi = left_count(n, b + 1, hi);
       const auto cv = static_cast<std::uint64_t>(hi - lo), cl = static_cast<std::uint64_t>(l_hi - l_lo);
       const std::uint64_t f = phase(phase_key, centred, j, b, v);
-      const std::uint64_t before = within(n, lo, l_lo, t, cl, cv, f);
-      if (within(n, lo, l_lo, t + 1, cl, cv, f) > before) {
+      const Within w = within(n, lo, l_lo, t, cl, cv, f);
+      const std::uint64_t before = w.before;
+      if (w.left) {
         t = before;
         lo = l_lo;
         hi = l_hi;
@@ -208,7 +209,7 @@ class MixtureSchedule {
       const Node& n = seg.nodes[step.node];
       const u128 l_lo = left_count(n, b, lo), l_hi = left_count(n, b + 1, hi);
       const auto cv = static_cast<std::uint64_t>(hi - lo), cl = static_cast<std::uint64_t>(l_hi - l_lo);
-      const std::uint64_t before = within(n, lo, l_lo, t, cl, cv, phase(phase_key, centred, j, b, step.node));
+      const std::uint64_t before = within(n, lo, l_lo, t, cl, cv, phase(phase_key, centred, j, b, step.node)).before;
       if (step.left) {
         t = before;
         lo = l_lo;
@@ -238,6 +239,16 @@ class MixtureSchedule {
       }
     }
     return hi;
+  }
+
+  /// Bytes held by this schedule (its vectors' elements and the segment records): O(K) per segment.
+  [[nodiscard]] std::size_t memory_bytes() const noexcept {
+    std::size_t bytes = sizeof(*this) + sizes_.size() * sizeof(std::uint64_t);
+    for (const Segment& seg : segments_) {
+      bytes += sizeof(Segment) + seg.units.size() * 8 + seg.offset.size() * 8 + seg.nodes.size() * sizeof(Node) +
+               seg.leaf_of.size() * 4 + seg.goes_left.size();
+    }
+    return bytes;
   }
 
   /// A 64-bit hash of everything that defines the stream: sizes, block, segment starts
@@ -421,14 +432,31 @@ class MixtureSchedule {
   // floor((c + t) u_L / u_v + f) with f = phase / 2^32, clamped into what the block's
   // counts allow (a clamp of non-decreasing unit-step functions is one too, and it meets
   // both ends of the block).
-  static std::uint64_t within(const Node& n, detail::mixture_u128 c, detail::mixture_u128 cl0, std::uint64_t t,
-                              std::uint64_t cl, std::uint64_t cv, std::uint64_t phase) noexcept {
+  struct Within {
+    std::uint64_t before;  // left positions among the node's first t of the block
+    bool left;             // the t-th position goes left
+  };
+
+  static Within within(const Node& n, detail::mixture_u128 c, detail::mixture_u128 cl0, std::uint64_t t,
+                       std::uint64_t cl, std::uint64_t cv, std::uint64_t phase) noexcept {
     using u128 = detail::mixture_u128;
+    // x u_L = q u_v + r once; x + 1 adds u_L to r. floor(q + r / u_v + f) is q, or q + 1 when
+    // r 2^32 >= (2^32 - phase) u_v: a comparison, no second division.
     const u128 x = (c + t) * n.units_l;
     const u128 q = x / n.units_v, r = x % n.units_v;
-    const u128 line = q + ((r << 32) + static_cast<u128>(phase) * n.units_v) / (static_cast<u128>(n.units_v) << 32);
-    const u128 low = cl0 + (t > cv - cl ? t - (cv - cl) : 0), high = cl0 + std::min(t, cl);
-    return static_cast<std::uint64_t>(std::max(low, std::min(line, high)) - cl0);
+    const u128 cut = (u128{1} << 32) - phase;
+    const auto line_at = [&](u128 rr) {
+      const u128 carry = rr / n.units_v;  // 0 or 1: rr < 2 u_v
+      const u128 rest = rr - carry * n.units_v;
+      return q + carry + ((rest << 32) >= cut * n.units_v ? 1 : 0);
+    };
+    const auto clamp = [&](std::uint64_t tt, u128 line) {
+      const u128 low = cl0 + (tt > cv - cl ? tt - (cv - cl) : 0), high = cl0 + std::min(tt, cl);
+      return static_cast<std::uint64_t>(std::max(low, std::min(line, high)) - cl0);
+    };
+    const std::uint64_t before = clamp(t, line_at(r));
+    const std::uint64_t after = t < cv ? clamp(t + 1, line_at(r + n.units_l)) : before;
+    return Within{before, after > before};
   }
 
   static std::uint64_t phase(std::uint64_t key, bool centred, std::size_t segment, std::uint64_t b,
