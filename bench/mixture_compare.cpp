@@ -50,7 +50,8 @@ struct ErrorMeter {
     prefix = std::max(prefix, std::fabs(static_cast<double>(count[s]) - static_cast<double>(k) * w[s]));
     if (k % block == 0) {
       for (std::size_t i = 0; i < w.size(); ++i) {
-        per_block = std::max(per_block, std::fabs(static_cast<double>(in_block[i]) - static_cast<double>(block) * w[i]));
+        per_block =
+            std::max(per_block, std::fabs(static_cast<double>(in_block[i]) - static_cast<double>(block) * w[i]));
         in_block[i] = 0;
       }
     }
@@ -69,8 +70,8 @@ struct Row {
 };
 
 void print(const Row& r) {
-  std::printf("| %-22s | %3zu | %8.3f | %8.3f | %10.4f | %10.3f | %9.1f |\n", r.method.c_str(), r.k, r.prefix,
-              r.per_block, r.build_s, r.memory_mb, r.ns_per_index);
+  std::printf("| %-22s | %3zu | %8.3f | %8.3f | %12.3f | %12.1f | %9.1f |\n", r.method.c_str(), r.k, r.prefix,
+              r.per_block, r.build_s * 1e3, r.memory_mb * 1e3, r.ns_per_index);
   std::fflush(stdout);
 }
 
@@ -92,8 +93,8 @@ Row ours(const std::vector<double>& w, std::uint64_t n, std::uint64_t g) {
   for (std::uint64_t p = 0; p < n; ++p) m.add(s.locate(p, key, false).source);
   m.finish();
   if (sink == 1) std::printf(" ");
-  return {"distsampler mixture", w.size(), m.prefix, m.per_block, build,
-          static_cast<double>(s.memory_bytes()) / 1e6, ns};
+  return {
+      "distsampler mixture", w.size(), m.prefix, m.per_block, build, static_cast<double>(s.memory_bytes()) / 1e6, ns};
 }
 
 Row megatron(const std::vector<double>& w, std::uint64_t n, std::uint64_t g) {
@@ -134,8 +135,8 @@ struct Grain {
   void counts(std::uint64_t k, std::vector<std::uint64_t>& out) const {
     std::uint64_t rest = total;
     for (std::size_t i = 0; i < p.size(); ++i) {
-      const std::uint64_t next = static_cast<std::uint64_t>(
-          static_cast<unsigned __int128>(k) * (rest - p[i]) / rest);
+      const std::uint64_t next =
+          static_cast<std::uint64_t>(static_cast<distsampler::detail::mixture_u128>(k) * (rest - p[i]) / rest);
       out[i] = k - next;
       rest -= p[i];
       k = next;
@@ -184,10 +185,10 @@ Row grain(const std::vector<double>& w, std::uint64_t n, std::uint64_t g) {
 int main(int argc, char** argv) {
   const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000000;
   const std::uint64_t g = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
-  std::printf("N = %llu positions, block G = %llu, weights w_i ~ 1/(i+1)\n\n",
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(g));
-  std::printf("| method                 |   K | prefix   | block    | build s    | memory MB  | ns/index  |\n");
-  std::printf("|------------------------|----:|---------:|---------:|-----------:|-----------:|----------:|\n");
+  std::printf("N = %llu positions, block G = %llu, weights w_i ~ 1/(i+1)\n\n", static_cast<unsigned long long>(n),
+              static_cast<unsigned long long>(g));
+  std::printf("| method                 |   K | prefix   | block    | build ms     | memory KB    | ns/index  |\n");
+  std::printf("|------------------------|----:|---------:|---------:|-------------:|-------------:|----------:|\n");
   for (const std::size_t k : {std::size_t{2}, std::size_t{8}, std::size_t{64}}) {
     std::vector<double> w;
     double sum = 0;

@@ -349,8 +349,8 @@ std::vector<ds::WeightChange> schedule_flag(const Invocation& in) {
     const std::size_t colon = entry.find(':');
     const std::string which = fmt::format("entry {} ", out.size() + 1);
     if (colon == std::string_view::npos) {
-      throw UsageError(fmt::format("--schedule {}{} is not STEP:W1,W2,.. (expected e.g. 100:0.5,0.5)", which,
-                                   shown(entry)));
+      throw UsageError(
+          fmt::format("--schedule {}{} is not STEP:W1,W2,.. (expected e.g. 100:0.5,0.5)", which, shown(entry)));
     }
     ds::WeightChange change;
     change.step = parse_number("--schedule " + which + "step", entry.substr(0, colon));
@@ -385,9 +385,10 @@ int run_mix(const Invocation& in) {
   const std::uint64_t positions = order && !steps ? first.dataset_size() : saturating_mul(n, g);
   const std::uint64_t printed = order ? positions : saturating_mul(positions / (rank ? f.world_size : 1), 1);
   if (printed > limits::printed) {
-    throw UsageError(fmt::format("{} would print {} samples, more than the {} printed at once; pass a smaller --steps S",
-                                 order ? "--order" : "mix", printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed),
-                                 limits::printed));
+    throw UsageError(
+        fmt::format("{} would print {} samples, more than the {} printed at once; pass a smaller --steps S",
+                    order ? "--order" : "mix", printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed),
+                    limits::printed));
   }
   Output out;
   fmt::format_to(std::back_inserter(out.buffer()),

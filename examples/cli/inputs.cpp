@@ -164,9 +164,10 @@ std::vector<double> parse_weights(std::string_view flag, std::string_view list, 
       return !t.empty() && t.size() <= 40 && t.find_first_not_of("0123456789") == std::string_view::npos;
     };
     if (!digits(whole) || !digits(frac)) {
-      throw UsageError(fmt::format("{} {}weight {} {} is not a decimal number (expected digits with an optional "
-                                   "fraction, such as 0.25)",
-                                   flag, what, out.size() + 1, shown(item)));
+      throw UsageError(
+          fmt::format("{} {}weight {} {} is not a decimal number (expected digits with an optional "
+                      "fraction, such as 0.25)",
+                      flag, what, out.size() + 1, shown(item)));
     }
     out.push_back(std::strtod(std::string(item).c_str(), nullptr));
     if (comma == list.size()) return out;

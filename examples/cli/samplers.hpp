@@ -190,7 +190,8 @@ template <class BatchSampler>
     while (segment + 1 < sched.num_segments() && sched.segment_begin(segment + 1) <= p) ++segment;
     ++count[s.slot(p).source];
     for (std::size_t i = 0; i < k; ++i) {
-      ideal[i] += static_cast<double>(sched.units(segment, i)) / static_cast<double>(distsampler::MixtureSchedule::weight_units);
+      ideal[i] += static_cast<double>(sched.units(segment, i)) /
+                  static_cast<double>(distsampler::MixtureSchedule::weight_units);
       const double e = static_cast<double>(count[i]) - ideal[i];
       worst[i] = std::max(worst[i], e < 0 ? -e : e);
     }

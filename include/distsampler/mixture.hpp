@@ -310,8 +310,9 @@ class MixtureSampler {
   static MixtureOptions resolved(MixtureOptions options, const World& world) {
     const std::string w(who);
     if (options.micro_batch_size == 0) {
-      detail::throw_config_error(w + ": micro_batch_size is 0 (expected at least 1; set it with "
-                                     "MixtureOptions().with_micro_batch_size(m))");
+      detail::throw_config_error(w +
+                                 ": micro_batch_size is 0 (expected at least 1; set it with "
+                                 "MixtureOptions().with_micro_batch_size(m))");
     }
     if (options.global_batch_size != 0) {
       const std::uint64_t round = BatchLayout::round_size(options.micro_batch_size, world.world_size, who);

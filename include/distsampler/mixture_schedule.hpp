@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -117,9 +116,9 @@ class MixtureSchedule {
       const WeightChange& c = changes[j];
       const std::string entry = w + ": schedule[" + std::to_string(j) + "] (step " + std::to_string(c.step) + ")";
       if (c.step <= last) {
-        detail::throw_config_error(entry + (j == 0 ? " is not after step 0" : " does not follow the previous step " +
-                                                                              std::to_string(last)) +
-                                   " (expected strictly increasing steps from 1; the weights argument holds step 0)");
+        detail::throw_config_error(
+            entry + (j == 0 ? " is not after step 0" : " does not follow the previous step " + std::to_string(last)) +
+            " (expected strictly increasing steps from 1; the weights argument holds step 0)");
       }
       if (c.step > UINT64_MAX / block_) {
         detail::throw_config_error(entry + " x mixing block " + std::to_string(block_) + " overflows 64 bits");
@@ -269,28 +268,28 @@ class MixtureSchedule {
   static constexpr std::uint32_t leaf = UINT32_MAX;
 
   struct Node {
-    std::uint32_t left = leaf;   // leaf marker when a leaf
-    std::uint32_t right = 0;     // the source index when a leaf
+    std::uint32_t left = leaf;  // leaf marker when a leaf
+    std::uint32_t right = 0;    // the source index when a leaf
     std::uint32_t parent = leaf;
-    std::uint64_t base_l = 0, base_r = 0;  // integer parts of G w_L, G w_R
-    std::uint64_t frac_l = 0, frac_r = 0;  // fractions of G w_L, G w_R in units of 1/U
+    std::uint64_t base_l = 0, base_r = 0;    // integer parts of G w_L, G w_R
+    std::uint64_t frac_l = 0, frac_r = 0;    // fractions of G w_L, G w_R in units of 1/U
     std::uint64_t units_l = 0, units_v = 0;  // weight units of the left child and of the node
   };
 
   struct Segment {
     std::uint64_t begin = 0;
-    std::vector<std::uint64_t> units;    // per source
-    std::vector<std::uint64_t> offset;   // per source: count at `begin`
-    std::vector<Node> nodes;             // nodes[0] is the root
-    std::vector<std::uint32_t> leaf_of;  // per source: its leaf, or `leaf` when its weight is 0
-    std::vector<std::uint8_t> goes_left; // per node: 1 when it is its parent's left child
+    std::vector<std::uint64_t> units;     // per source
+    std::vector<std::uint64_t> offset;    // per source: count at `begin`
+    std::vector<Node> nodes;              // nodes[0] is the root
+    std::vector<std::uint32_t> leaf_of;   // per source: its leaf, or `leaf` when its weight is 0
+    std::vector<std::uint8_t> goes_left;  // per node: 1 when it is its parent's left child
   };
 
   void add_segment(std::uint64_t begin, const std::vector<double>& weights, const std::string& what) {
     const std::size_t k = sizes_.size();
     if (weights.size() != k) {
-      detail::throw_config_error(what + " has " + std::to_string(weights.size()) + " values for " +
-                                 std::to_string(k) + " sources (expected one weight per source)");
+      detail::throw_config_error(what + " has " + std::to_string(weights.size()) + " values for " + std::to_string(k) +
+                                 " sources (expected one weight per source)");
     }
     double sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
@@ -334,12 +333,10 @@ class MixtureSchedule {
   static std::string number(double x) {
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    std::string s = std::to_string(x);
-    return s;
+    return std::to_string(x);
   }
 
-  // Largest-remainder rounding of weights / sum to integers summing to weight_units;
-  // zero weights stay 0. Exact scaling by 2^52; deterministic.
+  // Largest-remainder rounding of weights / sum to integers summing to 2^52; zero weights stay 0.
   static std::vector<std::uint64_t> to_units(const std::vector<double>& weights, double sum) {
     const std::size_t k = weights.size();
     std::vector<std::uint64_t> units(k, 0);

@@ -51,8 +51,9 @@ class AliasTable {
       sum += weights[i];
     }
     if (!(sum > 0) || !std::isfinite(sum)) {
-      detail::throw_config_error(w + ": weights are all 0 or sum past the largest double (expected a positive, "
-                                     "finite sum)");
+      detail::throw_config_error(w +
+                                 ": weights are all 0 or sum past the largest double (expected a positive, "
+                                 "finite sum)");
     }
     const std::size_t n = weights.size();
     std::vector<double> scaled(n);
@@ -173,8 +174,8 @@ class WeightedSampler {
     if (options_.num_samples == 0) options_.num_samples = weights.size();
     if (!options_.replacement) {
       weights_ = std::make_shared<const std::vector<double>>(weights);
-      const auto positive = static_cast<std::uint64_t>(
-          std::count_if(weights.begin(), weights.end(), [](double x) { return x > 0; }));
+      const auto positive =
+          static_cast<std::uint64_t>(std::count_if(weights.begin(), weights.end(), [](double x) { return x > 0; }));
       if (options_.num_samples > positive) {
         detail::throw_config_error(std::string(who) + ": num_samples " + std::to_string(options_.num_samples) +
                                    " exceeds the " + std::to_string(positive) +
@@ -198,8 +199,7 @@ class WeightedSampler {
   /// The dataset index at `position` of the epoch (position < num_samples, unchecked).
   [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
     if (!options_.replacement) return (*order_)[static_cast<std::size_t>(position)];
-    detail::SplitMix64 stream(detail::mix64(options_.seed ^ detail::splitmix64(epoch_)) ^
-                              detail::splitmix64(position));
+    detail::SplitMix64 stream(detail::mix64(options_.seed ^ detail::splitmix64(epoch_)) ^ detail::splitmix64(position));
     return table_->draw(stream);
   }
 
@@ -242,14 +242,14 @@ class WeightedSampler {
   [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
     if (samples_done > size()) {
       detail::throw_config_error(std::string(who) + "::state: samples_done " + std::to_string(samples_done) +
-                                 " exceeds size " + std::to_string(size()) + " (expected 0.." +
-                                 std::to_string(size()) + ")");
+                                 " exceeds size " + std::to_string(size()) + " (expected 0.." + std::to_string(size()) +
+                                 ")");
     }
     const std::uint64_t remaining = options_.num_samples - start_;
     SamplerState s;
     s.epoch = epoch_;
-    s.consumed = samples_done > remaining / world_.world_size ? options_.num_samples
-                                                              : start_ + samples_done * world_.world_size;
+    s.consumed =
+        samples_done > remaining / world_.world_size ? options_.num_samples : start_ + samples_done * world_.world_size;
     s.set_key(key());
     return s;
   }
