@@ -301,6 +301,16 @@ TEST_CASE("mixture: elastic resume continues exactly once on another world and a
       want.emplace(x.source, x.index);
     }
     CHECK(got == want);
+    // Another global batch (2G on one rank) keeps the order when it keeps the mixing block.
+    MixtureSampler twice(
+        c.sizes, c.weights, World(0, 1),
+        MixtureOptions(opts).with_micro_batch_size(2 * g).with_accumulation_steps(1).with_mixing_block(g), saved);
+    for (std::uint64_t s = 0; s < twice.num_steps(); ++s) {
+      const auto mb = twice.micro_batch(s, 0);
+      for (std::size_t e = 0; e < mb.size(); ++e) CHECK(mb[e] == a.at(saved.consumed + s * 2 * g + e));
+    }
+    MixtureSampler other_block(c.sizes, c.weights, World(0, 1), MixtureOptions(opts).with_micro_batch_size(2 * g));
+    CHECK_THROWS_WITH(other_block.resume(saved), Catch::Contains("mixture settings differ"));
   }
 }
 
