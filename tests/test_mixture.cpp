@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -360,6 +361,22 @@ TEST_CASE("mixture: bad configuration and state throw naming the parameter", "[m
                     "MixtureSampler: source 1 never finishes its first pass (its weight drops to 0 before it does; "
                     "expected MixtureEnd::first_exhausted, samples or steps, or a positive final weight)");
 
+  CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_mixing_block(UINT64_C(1) << 33)),
+                    "MixtureSampler: mixing block 8589934592 is out of range (expected 1..4294967296)");
+  CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{UINT64_C(1) << 63, {1.0, 1.0}}})),
+                    "MixtureSampler: schedule[0] (step 9223372036854775808) x mixing block 2 overflows 64 bits");
+  CHECK_THROWS_WITH(
+      MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_end(MixtureEnd::steps, UINT64_C(1) << 63)),
+      "MixtureSampler: end_count 9223372036854775808 steps x mixing block 2 overflows 64 bits");
+  CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_end(static_cast<MixtureEnd>(9))),
+                    "MixtureSampler: end 9 is not a MixtureEnd (expected first_exhausted, all_seen, samples or steps)");
+  CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_tail(static_cast<Tail>(7))),
+                    "MixtureSampler: tail 7 is not a Tail (expected pad, drop or uneven)");
+  CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, std::numeric_limits<double>::infinity()}, one, o),
+                    "MixtureSampler: weights[1] is inf (expected a finite weight >= 0)");
+  MixtureSampler two({3, 4}, {1.0, 1.0}, one, o);
+  CHECK_THROWS_WITH(two.source_count(2, 0),
+                    "MixtureSampler: source 2 is out of range for num_sources 2 (expected 0..1)");
   const auto o50 = MixtureOptions(o).with_end(MixtureEnd::samples, 50);
   MixtureSampler s({30, 40}, {1.0, 1.0}, one, o50);
   const SamplerState st = s.state(3);

@@ -102,6 +102,8 @@ TEST_CASE("weighted: bad weights and states throw naming the parameter", "[weigh
   CHECK_THROWS_WITH(WeightedSampler({1.0, 0.0, 1.0}, one, WeightedSamplerOptions().with_replacement(false)),
                     "WeightedSampler: num_samples 3 exceeds the 2 samples with positive weight (expected at most "
                     "that many without replacement)");
+  CHECK_THROWS_WITH(WeightedSampler({1.0}, one, WeightedSamplerOptions().with_tail(static_cast<Tail>(5))),
+                    "WeightedSampler: tail 5 is not a Tail (expected pad, drop or uneven)");
   WeightedSampler s({1.0, 2.0}, one);
   CHECK_THROWS_WITH(s.state(3), "WeightedSampler::state: samples_done 3 exceeds size 2 (expected 0..2)");
   const SamplerState st = s.state(1);

@@ -135,7 +135,7 @@ struct SourceProgress {
 ///
 /// Throws config_error from the constructors (see MixtureSchedule for weights, sizes and
 /// schedule; micro_batch_size 0; G not a multiple of m*W; end_count 0 for samples or
-/// steps; an end no position below 2^64 reaches). Strong guarantee for set_epoch and
+/// steps; an end past 2^64 positions; all_seen with a source whose weight ends at 0). Strong guarantee for set_epoch and
 /// resume. O(depth) per index (depth about log2 K) plus a Feistel evaluation; O(K)
 /// memory per schedule segment. Deterministic. Thread-safety: const members may run
 /// concurrently; set_epoch, next_epoch and resume must not race with anything.
@@ -175,6 +175,8 @@ class MixtureSampler {
   /// Positions consumed before step 0 (the resumed state's; 0 otherwise).
   [[nodiscard]] std::uint64_t start() const noexcept { return layout_.start(); }
   [[nodiscard]] const BatchLayout& layout() const noexcept { return layout_; }
+  [[nodiscard]] std::uint64_t micro_batch_size() const noexcept { return layout_.micro_batch_size(); }
+  [[nodiscard]] std::uint64_t accumulation_steps() const noexcept { return layout_.accumulation_steps(); }
   [[nodiscard]] std::uint64_t global_batch_size() const noexcept { return layout_.global_batch_size(); }
   [[nodiscard]] std::uint64_t micro_batches_per_step() const noexcept { return layout_.accumulation_steps(); }
   [[nodiscard]] std::uint64_t num_steps() const noexcept { return layout_.num_steps(); }
@@ -372,10 +374,7 @@ class MixtureSampler {
       }
       best = first ? std::min(best, p) : std::max(best, p);
     }
-    if (best == UINT64_MAX) {
-      detail::throw_config_error(std::string(who) + ": no source finishes a pass below 2^64 positions");
-    }
-    return best;
+    return best;  // some source finishes by position 2^64 - 1: the used sizes sum to at most that
   }
 
   [[nodiscard]] StateKey key_for(std::uint64_t length) const noexcept {
