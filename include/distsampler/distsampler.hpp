@@ -11,6 +11,7 @@
 #include "feistel.hpp"
 #include "loader_round_robin.hpp"
 #include "mixture.hpp"
+#include "mixture_node.hpp"
 #include "mixture_schedule.hpp"
 #include "options.hpp"
 #include "partition.hpp"

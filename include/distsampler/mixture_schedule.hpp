@@ -15,17 +15,10 @@
 #include "detail/mix.hpp"
 #include "detail/state_format.hpp"
 #include "error.hpp"
+#include "mixture_node.hpp"
 #include "version.hpp"
 
-#if !defined(__SIZEOF_INT128__)
-#error "distsampler/mixture_schedule.hpp needs a compiler with a 128-bit integer type"
-#endif
-
 DISTSAMPLER_NAMESPACE_BEGIN
-
-namespace detail {
-__extension__ using mixture_u128 = unsigned __int128;
-}  // namespace detail
 
 /// A weight change of a mixture: from optimizer step `step` on (steps of the mixing block),
 /// the sources' weights are `weights` (one per source, finite, >= 0, not all 0; normalised).
@@ -71,14 +64,15 @@ struct MixtureSlot {
 /// bound and the measured maxima.
 ///
 /// Weight changes happen at block boundaries; each source's count carries over, so a
-/// change loses and repeats nothing. locate() and count() are O(depth) (depth <= K - 1,
-/// about log2 K for comparable weights); 128-bit integer arithmetic, no floating point
-/// after construction. A value type, immutable after construction; deterministic;
-/// const members may run concurrently.
+/// change loses and repeats nothing. The error each node carries into a new segment
+/// offsets that segment's roundings (MixtureNode::psi and shift, clipped to +-2), so the
+/// new segment continues from it instead of adding its own error on top. locate() and count() are O(depth) (depth <= K
+/// - 1, about log2 K for comparable weights); 128-bit integer arithmetic, no floating point after construction. A value
+/// type, immutable after construction; deterministic; const members may run concurrently.
 class MixtureSchedule {
  public:
   /// The unit of the integer weights: they sum to 2^52.
-  static constexpr std::uint64_t weight_units = std::uint64_t{1} << 52;
+  static constexpr std::uint64_t weight_units = MixtureNode::weight_units;
   /// The largest mixing block (2^32), so the within-block math fits 128 bits.
   static constexpr std::uint64_t max_block = std::uint64_t{1} << 32;
 
@@ -133,6 +127,7 @@ class MixtureSchedule {
       for (std::size_t i = 0; i < sizes_.size(); ++i) {
         seg.offset[i] = prev.offset[i] + static_cast<std::uint64_t>(block_count(prev, i, blocks));
       }
+      compensate(j);
     }
   }
 
@@ -171,11 +166,11 @@ class MixtureSchedule {
     u128 lo = static_cast<u128>(b) * block_, hi = lo + block_;
     std::uint32_t v = 0;
     while (seg.nodes[v].left != leaf) {
-      const Node& n = seg.nodes[v];
-      const u128 l_lo = left_count(n, b, lo), l_hi = left_count(n, b + 1, hi);
+      const MixtureNode& n = seg.nodes[v];
+      const u128 l_lo = n.left_count(b, lo), l_hi = n.left_count(b + 1, hi);
       const auto cv = static_cast<std::uint64_t>(hi - lo), cl = static_cast<std::uint64_t>(l_hi - l_lo);
-      const std::uint64_t f = phase(phase_key, centred, j, b, v);
-      const Within w = within(n, lo, l_lo, t, cl, cv, f);
+      const std::int64_t f = static_cast<std::int64_t>(phase(phase_key, centred, j, b, v)) + n.shift;
+      const MixtureNode::Within w = n.within(lo, l_lo, t, cl, cv, f);
       const std::uint64_t before = w.before;
       if (w.left) {
         t = before;
@@ -205,10 +200,11 @@ class MixtureSchedule {
     std::uint64_t t = r % block_;
     u128 lo = static_cast<u128>(b) * block_, hi = lo + block_;
     for (const Step& step : path(seg, source)) {
-      const Node& n = seg.nodes[step.node];
-      const u128 l_lo = left_count(n, b, lo), l_hi = left_count(n, b + 1, hi);
+      const MixtureNode& n = seg.nodes[step.node];
+      const u128 l_lo = n.left_count(b, lo), l_hi = n.left_count(b + 1, hi);
       const auto cv = static_cast<std::uint64_t>(hi - lo), cl = static_cast<std::uint64_t>(l_hi - l_lo);
-      const std::uint64_t before = within(n, lo, l_lo, t, cl, cv, phase(phase_key, centred, j, b, step.node)).before;
+      const std::int64_t f = static_cast<std::int64_t>(phase(phase_key, centred, j, b, step.node)) + n.shift;
+      const std::uint64_t before = n.within(lo, l_lo, t, cl, cv, f).before;
       if (step.left) {
         t = before;
         lo = l_lo;
@@ -244,7 +240,7 @@ class MixtureSchedule {
   [[nodiscard]] std::size_t memory_bytes() const noexcept {
     std::size_t bytes = sizeof(*this) + sizes_.size() * sizeof(std::uint64_t);
     for (const Segment& seg : segments_) {
-      bytes += sizeof(Segment) + seg.units.size() * 8 + seg.offset.size() * 8 + seg.nodes.size() * sizeof(Node) +
+      bytes += sizeof(Segment) + seg.units.size() * 8 + seg.offset.size() * 8 + seg.nodes.size() * sizeof(MixtureNode) +
                seg.leaf_of.size() * 4 + seg.goes_left.size();
     }
     return bytes;
@@ -265,22 +261,13 @@ class MixtureSchedule {
   }
 
  private:
-  static constexpr std::uint32_t leaf = UINT32_MAX;
-
-  struct Node {
-    std::uint32_t left = leaf;  // leaf marker when a leaf
-    std::uint32_t right = 0;    // the source index when a leaf
-    std::uint32_t parent = leaf;
-    std::uint64_t base_l = 0, base_r = 0;    // integer parts of G w_L, G w_R
-    std::uint64_t frac_l = 0, frac_r = 0;    // fractions of G w_L, G w_R in units of 1/U
-    std::uint64_t units_l = 0, units_v = 0;  // weight units of the left child and of the node
-  };
+  static constexpr std::uint32_t leaf = MixtureNode::none;
 
   struct Segment {
     std::uint64_t begin = 0;
     std::vector<std::uint64_t> units;     // per source
     std::vector<std::uint64_t> offset;    // per source: count at `begin`
-    std::vector<Node> nodes;              // nodes[0] is the root
+    std::vector<MixtureNode> nodes;       // nodes[0] is the root
     std::vector<std::uint32_t> leaf_of;   // per source: its leaf, or `leaf` when its weight is 0
     std::vector<std::uint8_t> goes_left;  // per node: 1 when it is its parent's left child
   };
@@ -295,11 +282,11 @@ class MixtureSchedule {
     for (std::size_t i = 0; i < k; ++i) {
       const double x = weights[i];
       if (!(x >= 0) || !std::isfinite(x)) {
-        detail::throw_config_error(what + "[" + std::to_string(i) + "] is " + number(x) +
+        detail::throw_config_error(what + "[" + std::to_string(i) + "] is " + detail::weight_text(x) +
                                    " (expected a finite weight >= 0)");
       }
       if (x > 0 && sizes_[i] == 0) {
-        detail::throw_config_error(what + "[" + std::to_string(i) + "] is " + number(x) + " but source " +
+        detail::throw_config_error(what + "[" + std::to_string(i) + "] is " + detail::weight_text(x) + " but source " +
                                    std::to_string(i) +
                                    " is empty (expected weight 0 for an empty source, or a non-empty source)");
       }
@@ -310,7 +297,7 @@ class MixtureSchedule {
     }
     Segment seg;
     seg.begin = begin;
-    seg.units = to_units(weights, sum);
+    seg.units = detail::mixture_units(weights, sum);
     seg.offset.assign(k, 0);
     seg.leaf_of.assign(k, leaf);
     std::vector<std::uint32_t> order;
@@ -330,51 +317,11 @@ class MixtureSchedule {
     segments_.push_back(std::move(seg));
   }
 
-  static std::string number(double x) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    return std::to_string(x);
-  }
-
-  // Largest-remainder rounding of weights / sum to integers summing to 2^52; zero weights stay 0.
-  static std::vector<std::uint64_t> to_units(const std::vector<double>& weights, double sum) {
-    const std::size_t k = weights.size();
-    std::vector<std::uint64_t> units(k, 0);
-    std::vector<std::pair<double, std::size_t>> rest;
-    std::uint64_t given = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-      if (weights[i] == 0) continue;
-      const double q = weights[i] / sum * static_cast<double>(weight_units);
-      const double f = std::floor(q);
-      units[i] = static_cast<std::uint64_t>(f);
-      given += units[i];
-      rest.emplace_back(q - f, i);
-    }
-    std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    // Rounding leaves the sum within a few units of 2^52 either way.
-    std::size_t at = 0;
-    while (given < weight_units && !rest.empty()) {
-      ++units[rest[at % rest.size()].second];
-      ++given;
-      ++at;
-    }
-    at = rest.size();
-    while (given > weight_units && at > 0) {
-      const std::size_t i = rest[--at].second;
-      if (units[i] > 1) {
-        --units[i];
-        --given;
-      }
-      if (at == 0 && given > weight_units) at = rest.size();
-    }
-    return units;
-  }
-
   // Builds the subtree over order[lo, hi) and returns its node id.
   std::uint32_t build(Segment& seg, const std::vector<std::uint32_t>& order, const std::vector<std::uint64_t>& prefix,
                       std::size_t lo, std::size_t hi, std::uint32_t parent) const {
     const auto id = static_cast<std::uint32_t>(seg.nodes.size());
-    seg.nodes.push_back(Node{});
+    seg.nodes.push_back(MixtureNode{});
     seg.nodes[id].parent = parent;
     if (hi - lo == 1) {
       seg.nodes[id].right = order[lo];
@@ -390,7 +337,7 @@ class MixtureSchedule {
     mid = std::min(std::max(mid, lo + 1), hi - 1);
     const std::uint32_t l = build(seg, order, prefix, lo, mid, id);
     const std::uint32_t r = build(seg, order, prefix, mid, hi, id);
-    Node& n = seg.nodes[id];
+    MixtureNode& n = seg.nodes[id];
     n.left = l;
     n.right = r;
     n.units_l = prefix[mid] - prefix[lo];
@@ -407,53 +354,45 @@ class MixtureSchedule {
     frac = static_cast<std::uint64_t>(x % weight_units);
   }
 
-  // The left child's cumulative count after b blocks, given the node's cumulative count c.
-  static detail::mixture_u128 left_count(const Node& n, std::uint64_t b, detail::mixture_u128 c) noexcept {
+  // Each source's error carried into segment j (its count minus its ideal at the segment's
+  // start) offsets the segment's roundings so the new segment continues from it.
+  void compensate(std::size_t j) {
     using u128 = detail::mixture_u128;
-    const u128 bb = b;
-    if (n.frac_l + n.frac_r < weight_units) {
-      const u128 odd = c - bb * (n.base_l + n.base_r);
-      const u128 d = n.frac_l + n.frac_r;
-      if (d == 0) return bb * n.base_l;
-      return bb * n.base_l + (2 * odd * n.frac_l + d) / (2 * d);
+    Segment& seg = segments_[j];
+    const double unit = static_cast<double>(weight_units);
+    std::vector<double> carry(seg.nodes.size(), 0);
+    std::vector<double> source_carry(sizes_.size(), 0);
+    for (std::size_t i = 0; i < sizes_.size(); ++i) {
+      u128 ideal = 0;
+      for (std::size_t k = 0; k < j; ++k) {
+        ideal += static_cast<u128>(segments_[k + 1].begin - segments_[k].begin) * segments_[k].units[i];
+      }
+      const u128 have = static_cast<u128>(seg.offset[i]) * weight_units;
+      source_carry[i] =
+          have >= ideal ? static_cast<double>(have - ideal) / unit : -static_cast<double>(ideal - have) / unit;
     }
-    const u128 miss = bb * (n.base_l + n.base_r + 2) - c;
-    const u128 d = u128{2} * weight_units - n.frac_l - n.frac_r;
-    const u128 a = weight_units - n.frac_l;
-    return bb * (n.base_l + 1) - (2 * miss * a + d) / (2 * d);
-  }
-
-  // How many of a node's first t positions of a block go left. The node's cumulative
-  // count before the block is c, the left child's cl0; the block gives cv to the node and
-  // cl to the left. The left's cumulative count follows the node's own line,
-  // floor((c + t) u_L / u_v + f) with f = phase / 2^32, clamped into what the block's
-  // counts allow (a clamp of non-decreasing unit-step functions is one too, and it meets
-  // both ends of the block).
-  struct Within {
-    std::uint64_t before;  // left positions among the node's first t of the block
-    bool left;             // the t-th position goes left
-  };
-
-  static Within within(const Node& n, detail::mixture_u128 c, detail::mixture_u128 cl0, std::uint64_t t,
-                       std::uint64_t cl, std::uint64_t cv, std::uint64_t phase) noexcept {
-    using u128 = detail::mixture_u128;
-    // x u_L = q u_v + r once; x + 1 adds u_L to r. floor(q + r / u_v + f) is q, or q + 1 when
-    // r 2^32 >= (2^32 - phase) u_v: a comparison, no second division.
-    const u128 x = (c + t) * n.units_l;
-    const u128 q = x / n.units_v, r = x % n.units_v;
-    const u128 cut = (u128{1} << 32) - phase;
-    const auto line_at = [&](u128 rr) {
-      const u128 carry = rr / n.units_v;  // 0 or 1: rr < 2 u_v
-      const u128 rest = rr - carry * n.units_v;
-      return q + carry + ((rest << 32) >= cut * n.units_v ? 1 : 0);
-    };
-    const auto clamp = [&](std::uint64_t tt, u128 line) {
-      const u128 low = cl0 + (tt > cv - cl ? tt - (cv - cl) : 0), high = cl0 + std::min(tt, cl);
-      return static_cast<std::uint64_t>(std::max(low, std::min(line, high)) - cl0);
-    };
-    const std::uint64_t before = clamp(t, line_at(r));
-    const std::uint64_t after = t < cv ? clamp(t + 1, line_at(r + n.units_l)) : before;
-    return Within{before, after > before};
+    for (std::size_t v = seg.nodes.size(); v-- > 0;) {
+      MixtureNode& n = seg.nodes[v];
+      if (n.left == leaf) {
+        carry[v] = source_carry[n.right];
+        continue;
+      }
+      carry[v] = carry[n.left] + carry[n.right];
+      const double cl = carry[n.left], cv = carry[v];
+      double psi = 0;
+      if (n.frac_l + n.frac_r < weight_units) {
+        const double d = static_cast<double>(n.frac_l + n.frac_r);
+        if (d > 0) psi = static_cast<double>(n.frac_l) / d * cv - cl;
+      } else {
+        const double a =
+            static_cast<double>(weight_units - n.frac_l) / static_cast<double>(2 * weight_units - n.frac_l - n.frac_r);
+        psi = cl - a * cv;
+      }
+      n.psi = std::min<std::int64_t>(2047, std::max<std::int64_t>(-2048, std::llround(psi * 1024)));
+      const double sh = static_cast<double>(n.units_l) / static_cast<double>(n.units_v) * cv - cl;
+      n.shift = std::min<std::int64_t>(INT64_C(1) << 33,
+                                       std::max<std::int64_t>(-(INT64_C(1) << 33), std::llround(sh * 4294967296.0)));
+    }
   }
 
   static std::uint64_t phase(std::uint64_t key, bool centred, std::size_t segment, std::uint64_t b,
@@ -469,7 +408,7 @@ class MixtureSchedule {
     if (seg.leaf_of[source] == leaf) return 0;
     detail::mixture_u128 c = static_cast<detail::mixture_u128>(blocks) * block_;
     for (const Step& step : path(seg, source)) {
-      const detail::mixture_u128 l = left_count(seg.nodes[step.node], blocks, c);
+      const detail::mixture_u128 l = seg.nodes[step.node].left_count(blocks, c);
       c = step.left ? l : c - l;
     }
     return c;
