@@ -10,9 +10,11 @@
 #include "error.hpp"
 #include "feistel.hpp"
 #include "loader_round_robin.hpp"
+#if defined(__SIZEOF_INT128__)  // the mixture's count math needs a 128-bit integer type (GCC, Clang)
 #include "mixture.hpp"
 #include "mixture_node.hpp"
 #include "mixture_schedule.hpp"
+#endif
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
