@@ -37,7 +37,7 @@ const std::vector<FlagSpec>& flags() {
       {"--step", "S", "steps done (0..the epoch's steps)"},
       {"--sources", "LIST", "sample counts of the mixture's sources, comma-separated"},
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
-      {"--schedule", "STEP:W1,W2,..[;...]", "weight changes: from step STEP on the weights W1,W2,..; entries by ;"},
+      {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
   };
   return table;
