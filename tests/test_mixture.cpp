@@ -216,6 +216,26 @@ TEST_CASE("mixture: epoch ends and per-source epochs", "[mixture]") {
   CHECK(steps.num_steps() == 11);
 }
 
+TEST_CASE("mixture: workers and the padded tail follow the batch sampler's parts", "[mixture]") {
+  MixtureSampler s({40, 25}, {0.6, 0.4}, World(1, 2),
+                   MixtureOptions().with_micro_batch_size(3).with_accumulation_steps(2).with_tail(Tail::pad).with_end(
+                       MixtureEnd::samples, 50));
+  // 50 positions, G = 12: 4 full steps and a padded fifth, 10 micro-batches per rank.
+  REQUIRE(s.num_steps() == 5);
+  CHECK(s.worker_micro_batch_count(3, 0) == 4);
+  CHECK(s.worker_micro_batch_count(3, 2) == 3);
+  const auto mine = s.worker_schedule(3, 1);
+  REQUIRE(mine.size() == 3);
+  CHECK(mine[1] == distsampler::MicroBatchId{2, 0});  // number 4 = step 2, micro-batch 0
+  // Step 4 holds positions 48, 49 then wraps to 0, 1, ...: rank 1's slots are 3..5 and 9..11.
+  CHECK(s.is_padding(4, 0, 0));
+  CHECK(s.micro_batch(4, 0)[0] == s.at(1));  // slot 3 wraps to position 3 - 2 = 1
+  MixtureSampler rank0({40, 25}, {0.6, 0.4}, World(0, 2), s.options());
+  CHECK_FALSE(rank0.is_padding(4, 0, 1));
+  CHECK(rank0.is_padding(4, 0, 2));
+  CHECK(rank0.micro_batch(4, 0)[1] == rank0.at(49));
+}
+
 TEST_CASE("mixture: with replacement draws stay in range and vary by epoch", "[mixture]") {
   MixtureSampler s({5, 1000}, {0.6, 0.4}, World(0, 1),
                    MixtureOptions().with_micro_batch_size(10).with_replacement(true).with_end(MixtureEnd::steps, 30));
