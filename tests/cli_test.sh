@@ -169,9 +169,10 @@ help_ok check -h -- --size --world --per-rank-seed --shuffle
 help_ok shards --help -- --shard-sizes --world --workers --max-open-shards --run-length --window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
+help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --order
 # --help wins wherever it is, even after a bad flag.
 help_ok check --size 1 --bogus 2 --help -- --per-rank-seed
-for c in indices check shards batches state; do
+for c in indices check shards batches state mix; do
   run "$c" --help
   grep -Eq "^usage: distsampler $c " <<<"$out" && passed=$((passed + 1)) ||
     fail "$c --help does not start with its usage"
@@ -264,8 +265,37 @@ refuse --shard-sizes "--shard-sizes entry 1 \"$over\" overflows 64 bits" shards 
 refuse --shard-sizes '--shard-sizes add up to more than 2^64-1 samples (at entry 2' shards --shard-sizes $big,1 \
     --world 1 --workers 1
 
+# mix: micro-batches as source:index pairs, the global order as `source index` lines, then the prefix error.
+mix=(mix --sources 1000,500,20 --weights 0.5,0.3,0.2 --world 2 --micro-batch 4 --accum 2)
+expect 0 '^step 2 rank 1: \[[0-9]+:[0-9]+( [0-9]+:[0-9]+){3}\] \[[0-9]+:[0-9]+( [0-9]+:[0-9]+){3}\]$' -- "${mix[@]}" \
+    --steps 3
+expect 0 '^max prefix error over 48 positions: source 0 0\.[0-9]{3}, source 1 0\.[0-9]{3}, source 2 0\.[0-9]{3}$' -- \
+    "${mix[@]}" --steps 3
+run "${mix[@]}" --order --steps 2 --schedule '1:0.2,0.2,0.6'
+[[ $rc -eq 0 && $(grep -Ec '^[0-2] [0-9]+$' <<<"$out") -eq 32 ]] && passed=$((passed + 1)) ||
+  fail "mix --order --steps 2 did not print 32 'source index' lines"$'\n'"$out$err"
+# One step of 16 at 0.5/0.3/0.2 holds 8, 4 or 5, and 3 or 4 of each source.
+run "${mix[@]}" --order --steps 1
+counts="$(grep -E '^[0-2] [0-9]+$' <<<"$out" | cut -d' ' -f1 | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')"
+[[ "$counts" =~ ^0:8\ 1:[45]\ 2:[34]\ $ ]] && passed=$((passed + 1)) || fail "mix step 0 source counts: $counts"
+refuse --weights '--weights weight 2 "-0.3" is not a decimal number' "${mix[@]/0.5,0.3,0.2/0.5,-0.3,0.2}"
+refuse --weights 'weights are all 0' mix --sources 10,5 --weights 0,0 --world 1 --micro-batch 1 --accum 1
+refuse --weights 'weights has 3 values for 2 sources (expected one weight per source)' mix --sources 10,5 \
+    --weights 1,1,1 --world 1 --micro-batch 1 --accum 1
+refuse --sources 'weights[1] is 1.000000 but source 1 is empty' mix --sources 10,0 --weights 1,1 --world 1 \
+    --micro-batch 1 --accum 1
+refuse --sources '--sources entry 2 "x"' mix --sources 10,x --weights 1,1 --world 1 --micro-batch 1 --accum 1
+refuse --schedule 'schedule[1] (step 2) does not follow the previous step 3' "${mix[@]}" \
+    --schedule '3:1,1,1;2:1,1,1'
+refuse --schedule '--schedule entry 1 "5" is not STEP:W1,W2,..' "${mix[@]}" --schedule 5
+refuse --schedule '--schedule entry 1 weight 2 "x" is not a decimal number' "${mix[@]}" --schedule 5:1,x,1
+refuse --schedule '--schedule entry 2 step "y"' "${mix[@]}" --schedule '5:1,1,1;y:1,1,1'
+refuse --order 'would print' mix --sources 1000000000000,1000000000000 --weights 1,1 --world 1 --micro-batch 1 \
+    --accum 1 --order
+refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' "${mix[@]}" --rank 2
+
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state or tokens'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens or mix'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2

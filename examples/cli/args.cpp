@@ -39,6 +39,10 @@ const std::vector<FlagSpec>& flags() {
       {"--step", "S", "steps done (0..the epoch's steps)"},
       {"--lengths", "FILE|LIST", "token counts of the samples: comma-separated, or a file with one per line"},
       {"--max-tokens", "T", "token budget per micro-batch: samples x longest length (padded tokens), at least 1"},
+      {"--sources", "LIST", "sample counts of the mixture's sources, comma-separated"},
+      {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
+      {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
+      {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
   };
   return table;
 }
@@ -62,6 +66,10 @@ std::string limits_text(std::string_view command) {
         "shards; a --shard-sizes file at most {} bytes, {} bytes per line.\n",
         limits::checked_indices, limits::shards, limits::ranks, limits::shard_work, limits::file_bytes,
         limits::line_bytes);
+  }
+  if (command == "mix") {
+    return fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank).\n", limits::shards,
+                       limits::printed);
   }
   if (command == "batches") {
     return fmt::format(
@@ -253,6 +261,14 @@ const std::vector<CommandSpec>& commands() {
        "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
        {"--lengths", "--max-tokens", "--world"},
        {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"}},
+      {"mix",
+       "distsampler mix --sources LIST --weights LIST --world W --micro-batch B --accum K [--rank R] [flags]",
+       "print a weighted mixture's micro-batches or order and its prefix error",
+       "print each step's micro-batches of rank R (of every rank without --rank) as source:index pairs, or with\n"
+       "--order the epoch's global order as `source index` lines; then the largest prefix error |count_i(k) - k w_i|\n"
+       "of each source over the positions printed. The epoch ends when the first source runs out.",
+       {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
+       {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--order"}},
   };
   return table;
 }

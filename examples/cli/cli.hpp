@@ -117,6 +117,13 @@ struct Invocation {
 /// The list form only (never touches the file system).
 [[nodiscard]] std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list);
 
+/// --sources: a comma-separated list of sample counts (at most limits::shards); errors name the flag and entry.
+[[nodiscard]] std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list);
+/// A comma-separated list of weights, each digits with an optional fraction ("0.25", "3"); errors name the
+/// flag, the entry and its text. `what` prefixes the entry number (for --schedule's entries).
+[[nodiscard]] std::vector<double> parse_weights(std::string_view flag, std::string_view list,
+                                                std::string_view what = "");
+
 /// a * b, or UINT64_MAX when it overflows.
 [[nodiscard]] constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) noexcept {
   return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;

@@ -387,6 +387,95 @@ int run_tokens(const Invocation& in) {
                  "step balance: most / fewest real tokens of a rank in a step, mean {:.3f}, max {:.3f} ({} steps "
                  "with an empty rank)",
                  st.mean_step_ratio, st.max_step_ratio, st.steps_with_empty_rank);
+std::vector<ds::WeightChange> schedule_flag(const Invocation& in) {
+  std::vector<ds::WeightChange> out;
+  if (!in.has("--schedule")) return out;
+  const std::string_view spec = in.text("--schedule");
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t semi = std::min(spec.find(';', at), spec.size());
+    const std::string_view entry = spec.substr(at, semi - at);
+    const std::size_t colon = entry.find(':');
+    const std::string which = fmt::format("entry {} ", out.size() + 1);
+    if (colon == std::string_view::npos) {
+      throw UsageError(
+          fmt::format("--schedule {}{} is not STEP:W1,W2,.. (expected e.g. 100:0.5,0.5)", which, shown(entry)));
+    }
+    ds::WeightChange change;
+    change.step = parse_number("--schedule " + which + "step", entry.substr(0, colon));
+    change.weights = parse_weights("--schedule", entry.substr(colon + 1), which);
+    out.push_back(std::move(change));
+    if (semi == spec.size()) return out;
+    at = semi + 1;
+  }
+}
+
+int run_mix(const Invocation& in) {
+  MixFlags f;
+  f.sources = parse_count_list("--sources", in.text("--sources"));
+  f.weights = parse_weights("--weights", in.text("--weights"));
+  f.schedule = schedule_flag(in);
+  f.world_size = at_least_one(in, "--world");
+  const BatchFlags b = batch_flags(in, f.world_size);
+  f.micro_batch = b.micro_batch;
+  f.accum = b.accum;
+  if (in.has("--seed")) f.seed = parse_seed("--seed", in.text("--seed"));
+  f.epoch = in.number("--epoch").value_or(0);
+  const auto rank = rank_flag(in, f.world_size);
+  const auto steps = in.number("--steps");
+  if (!rank && f.world_size > limits::ranks) {
+    too_large(fmt::format("--world {}", f.world_size), "mix without --rank", limits::ranks,
+              "it builds every rank's sampler", "; pass --rank R");
+  }
+  const ds::MixtureSampler first = make_mixture(f, rank.value_or(0));
+  const std::uint64_t g = first.global_batch_size();
+  const std::uint64_t n = std::min(steps.value_or(UINT64_MAX), first.num_steps());
+  const bool order = in.has("--order");
+  const std::uint64_t positions = order && !steps ? first.dataset_size() : saturating_mul(n, g);
+  const std::uint64_t printed = order ? positions : saturating_mul(positions / (rank ? f.world_size : 1), 1);
+  if (printed > limits::printed) {
+    throw UsageError(
+        fmt::format("{} would print {} samples, more than the {} printed at once; pass a smaller --steps S",
+                    order ? "--order" : "mix", printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed),
+                    limits::printed));
+  }
+  Output out;
+  fmt::format_to(std::back_inserter(out.buffer()),
+                 "global batch {} = micro-batch {} x world_size {} x accumulation {}; {} steps of epoch {} "
+                 "({} positions)",
+                 g, f.micro_batch, f.world_size, f.accum, first.num_steps(), first.epoch(), first.dataset_size());
+  out.end_line();
+  if (order) {
+    for (std::uint64_t p = 0; p < positions; ++p) {
+      const ds::MixtureIndex x = first.at(p);
+      fmt::format_to(std::back_inserter(out.buffer()), "{} {}", x.source, x.index);
+      out.end_line();
+    }
+  } else {
+    const std::uint64_t lo = rank.value_or(0), hi = rank ? lo + 1 : f.world_size;
+    for (std::uint64_t r = lo; r < hi; ++r) {
+      const ds::MixtureSampler s = r == first.rank() ? first : make_mixture(f, r);
+      for (std::uint64_t step = 0; step < n; ++step) {
+        auto& line = out.buffer();
+        fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
+        for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+          line += " [";
+          const auto batch = s.micro_batch(step, k);
+          for (std::size_t e = 0; e < batch.size(); ++e) {
+            fmt::format_to(std::back_inserter(line), "{}{}:{}", e ? " " : "", batch[e].source, batch[e].index);
+          }
+          line += "]";
+        }
+        out.end_line();
+      }
+    }
+  }
+  const std::vector<double> worst = mixture_prefix_error(first, positions);
+  auto& line = out.buffer();
+  fmt::format_to(std::back_inserter(line), "max prefix error over {} positions:", positions);
+  for (std::size_t i = 0; i < worst.size(); ++i) {
+    fmt::format_to(std::back_inserter(line), "{} source {} {:.3f}", i ? "," : "", i, worst[i]);
+  }
   out.end_line();
   out.flush();
   return 0;
@@ -401,6 +490,7 @@ int run_command(const Invocation& invocation) {
   if (name == "shards") return run_shards(invocation);
   if (name == "batches") return run_batches(invocation);
   if (name == "tokens") return run_tokens(invocation);
+  if (name == "mix") return run_mix(invocation);
   return run_state(invocation);
 }
 

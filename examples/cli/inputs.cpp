@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <system_error>
@@ -37,6 +38,7 @@ struct ListKind {
 
 constexpr ListKind shard_kind{"sample count", "sample counts", limits::shards, "the most shards reads"};
 constexpr ListKind length_kind{"length", "lengths", limits::lengths, "the most tokens reads"};
+constexpr ListKind source_kind{"sample count", "sample counts", limits::shards, "the most sources mix reads"};
 
 class ShardFile {
  public:
@@ -173,6 +175,38 @@ std::vector<std::uint32_t> parse_lengths(std::string_view flag, std::string_view
     out[i] = static_cast<std::uint32_t>(values[i]);
   }
   return out;
+}
+
+std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list) {
+  return parse_list(flag, list, source_kind);
+}
+
+std::vector<double> parse_weights(std::string_view flag, std::string_view list, std::string_view what) {
+  std::vector<double> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string_view item = list.substr(at, comma - at);
+    if (out.size() == limits::shards) {
+      throw UsageError(fmt::format("{} {}has more than {} weights", flag, what, limits::shards));
+    }
+    // Digits, then optionally '.' and digits: no sign, exponent, spaces, inf or nan.
+    const std::size_t dot = item.find('.');
+    const std::string_view whole = item.substr(0, dot);
+    const std::string_view frac = dot == std::string_view::npos ? std::string_view("0") : item.substr(dot + 1);
+    const auto digits = [](std::string_view t) {
+      return !t.empty() && t.size() <= 40 && t.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (!digits(whole) || !digits(frac)) {
+      throw UsageError(
+          fmt::format("{} {}weight {} {} is not a decimal number (expected digits with an optional "
+                      "fraction, such as 0.25)",
+                      flag, what, out.size() + 1, shown(item)));
+    }
+    out.push_back(std::strtod(std::string(item).c_str(), nullptr));
+    if (comma == list.size()) return out;
+    at = comma + 1;
+  }
 }
 
 }  // namespace cli

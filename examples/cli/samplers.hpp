@@ -5,6 +5,7 @@
 
 #include <distsampler/distsampler.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -49,6 +50,18 @@ struct TokenFlags {
   std::uint64_t world_size = 1;
   std::uint64_t epoch = 0;
   distsampler::TokenBatchOptions options;
+};
+
+/// The mix command's flags, already parsed.
+struct MixFlags {
+  std::vector<std::uint64_t> sources;
+  std::vector<double> weights;
+  std::vector<distsampler::WeightChange> schedule;
+  std::uint64_t world_size = 1;
+  std::uint64_t micro_batch = 1;
+  std::uint64_t accum = 1;
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
 };
 
 /// `message` without the library's leading "Who::member: ", so what remains can follow a flag name.
@@ -165,6 +178,43 @@ template <class BatchSampler>
     if (t.epoch != 0) made.set_epoch(t.epoch);
     return made;
   });
+}
+
+/// Rank `rank`'s MixtureSampler at the flags' epoch.
+[[nodiscard]] inline distsampler::MixtureSampler make_mixture(const MixFlags& mix, std::uint64_t rank) {
+  namespace ds = distsampler;
+  return library("--sources/--weights/--schedule", [&] {
+    ds::MixtureSampler made(mix.sources, mix.weights, ds::World(rank, mix.world_size),
+                            ds::MixtureOptions()
+                                .with_micro_batch_size(mix.micro_batch)
+                                .with_accumulation_steps(mix.accum)
+                                .with_seed(mix.seed)
+                                .with_schedule(mix.schedule));
+    made.set_epoch(mix.epoch);
+    return made;
+  });
+}
+
+/// The largest |count_i(k) - ideal_i(k)| over prefixes k of [0, positions) of `s`'s epoch, per source, with
+/// ideal_i the schedule's weights (as the sampler rounded them) integrated over the prefix. O(positions x K).
+[[nodiscard]] inline std::vector<double> mixture_prefix_error(const distsampler::MixtureSampler& s,
+                                                              std::uint64_t positions) {
+  const distsampler::MixtureSchedule& sched = s.schedule();
+  const std::size_t k = s.num_sources();
+  std::vector<double> worst(k, 0), ideal(k, 0);
+  std::vector<std::uint64_t> count(k, 0);
+  std::size_t segment = 0;
+  for (std::uint64_t p = 0; p < positions; ++p) {
+    while (segment + 1 < sched.num_segments() && sched.segment_begin(segment + 1) <= p) ++segment;
+    ++count[s.slot(p).source];
+    for (std::size_t i = 0; i < k; ++i) {
+      ideal[i] += static_cast<double>(sched.units(segment, i)) /
+                  static_cast<double>(distsampler::MixtureSchedule::weight_units);
+      const double e = static_cast<double>(count[i]) - ideal[i];
+      worst[i] = std::max(worst[i], e < 0 ? -e : e);
+    }
+  }
+  return worst;
 }
 
 }  // namespace cli

@@ -10,6 +10,11 @@
 #include "error.hpp"
 #include "feistel.hpp"
 #include "loader_round_robin.hpp"
+#if defined(__SIZEOF_INT128__)  // the mixture's count math needs a 128-bit integer type (GCC, Clang)
+#include "mixture.hpp"
+#include "mixture_node.hpp"
+#include "mixture_schedule.hpp"
+#endif
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
@@ -20,6 +25,7 @@
 #include "token_plan.hpp"
 #include "verify.hpp"
 #include "version.hpp"
+#include "weighted.hpp"
 #include "worker_schedule.hpp"
 #include "world.hpp"
 
