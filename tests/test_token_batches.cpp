@@ -275,7 +275,7 @@ TEST_CASE("Token batches: the longest sample is read in step 0 with longest_firs
   }
 }
 
-TEST_CASE("Token batches: one window pads as a global sort and greedy cut; small windows pad more", "[tokens]") {
+TEST_CASE("Token batches: one window pads as a global sort and greedy cut, and small windows pad more", "[tokens]") {
   const std::vector<std::uint32_t> lengths = random_lengths(20000, 9, 512);
   // The global sort cut greedily under the padded budget, computed here: cuts[i] ends batch i.
   std::vector<std::uint64_t> sorted(lengths.begin(), lengths.end());

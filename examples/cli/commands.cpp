@@ -387,6 +387,11 @@ int run_tokens(const Invocation& in) {
                  "step balance: most / fewest real tokens of a rank in a step, mean {:.3f}, max {:.3f} ({} steps "
                  "with an empty rank)",
                  st.mean_step_ratio, st.max_step_ratio, st.steps_with_empty_rank);
+  out.end_line();
+  out.flush();
+  return 0;
+}
+
 std::vector<ds::WeightChange> schedule_flag(const Invocation& in) {
   std::vector<ds::WeightChange> out;
   if (!in.has("--schedule")) return out;
