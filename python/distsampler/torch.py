@@ -603,8 +603,11 @@ class TokenBatchSampler(Sampler):
     state counts samples of the epoch's plan, so it resumes exactly once on another world
     size or accumulation. ``batches``: record instead that every rank consumed its first
     ``batches`` micro-batches of the latest iteration (a DataLoader with workers draws
-    ahead of what it delivered). A state of other lengths or budget options is refused
-    (``StateError``).
+    ahead of what it delivered). The resumed pass plans the rest of the interrupted window
+    again for its own world, so the micro-batches after the resume point may be cut
+    differently from an uninterrupted run's: the same samples, each once, in whole steps.
+    After the resumed pass, the next ``__iter__`` is the whole epoch again (as torch). A
+    state of other lengths or budget options is refused (``StateError``).
     """
 
     def __init__(self, lengths, max_tokens, num_replicas=None, rank=None, *, accumulation_steps=1, cost="padded",
