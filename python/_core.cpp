@@ -271,7 +271,8 @@ void bind_shard_sampler(py::module_& m) {
 // over consecutive micro-batches plans each window once.
 class TokenCore {
  public:
-  TokenCore(py::array lengths, ds::TokenBatchSampler sampler) : lengths_(std::move(lengths)), sampler_(std::move(sampler)) {}
+  TokenCore(py::array lengths, ds::TokenBatchSampler sampler)
+      : lengths_(std::move(lengths)), sampler_(std::move(sampler)) {}
   TokenCore(const TokenCore& other) : lengths_(other.lengths_), sampler_(other.sampler_) {}
 
   const ds::TokenBatchSampler& sampler() const noexcept { return sampler_; }
@@ -325,8 +326,9 @@ ds::Oversize oversize_of(const std::string& text) {
 ds::LengthView length_view(const py::array& lengths) {
   if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
       (lengths.flags() & py::array::c_style) == 0) {
-    throw ds::config_error("TokenBatchSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 "
-                           "length per sample; distsampler.torch.TokenBatchSampler converts other integer arrays)");
+    throw ds::config_error(
+        "TokenBatchSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 "
+        "length per sample; distsampler.torch.TokenBatchSampler converts other integer arrays)");
   }
   return ds::LengthView(static_cast<const std::uint32_t*>(lengths.data()), static_cast<std::uint64_t>(lengths.size()));
 }
@@ -366,12 +368,13 @@ void bind_token_sampler(py::module_& m) {
       .def("set_epoch", &T::set_epoch)
       .def("copy", [](const T& t) { return T(t); })
       .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
-      .def("state", [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
+      .def("state",
+           [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
       // (indices, tokens, padded, oversize) of this rank's micro-batch k of `step`.
       .def("micro_batch",
            [](const T& t, std::uint64_t step, std::uint64_t k) {
              if (k >= t.sampler().accumulation_steps()) (void)t.sampler().micro_batch(step, k);  // throws its message
-             if (step >= t.sampler().num_steps()) (void)t.sampler().window(step);               // throws its message
+             if (step >= t.sampler().num_steps()) (void)t.sampler().window(step);                // throws its message
              ds::TokenMicroBatch b;
              {
                py::gil_scoped_release release;

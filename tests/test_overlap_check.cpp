@@ -321,8 +321,11 @@ std::vector<std::uint32_t> token_lengths() {
 
 ds::TokenBatchOptions token_options(std::uint64_t accumulation) {
   // Windows of 45: the last holds 400 - 8 x 45 = 40 samples.
-  return ds::TokenBatchOptions().with_max_tokens(256).with_window(45).with_accumulation_steps(accumulation).with_seed(
-      11);
+  return ds::TokenBatchOptions()
+      .with_max_tokens(256)
+      .with_window(45)
+      .with_accumulation_steps(accumulation)
+      .with_seed(11);
 }
 
 }  // namespace
@@ -363,9 +366,8 @@ TEST_CASE("Token epochs pass the overlap check: empty micro-batches, skipped sam
                                                        std::to_string(398 - read_before) + " expected, 0 padding)");
 
   // A rank built as another reads rank 0's micro-batches twice and its own never.
-  const auto wrong = ranks_sums(4, [&](ds::World w) {
-    return ds::TokenBatchSampler(400, lengths, ds::World(w.rank == 2 ? 0 : w.rank, 4), own);
-  });
+  const auto wrong = ranks_sums(
+      4, [&](ds::World w) { return ds::TokenBatchSampler(400, lengths, ds::World(w.rank == 2 ? 0 : w.rank, 4), own); });
   const ds::GuardReport report = ds::check_overlap(wrong, 400);
   CHECK_FALSE(report.ok);
   CHECK(report.message.rfind("ok: ", 0) == std::string::npos);

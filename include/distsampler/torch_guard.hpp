@@ -116,12 +116,15 @@ inline GuardKey key_of(const StreamingShardSampler& s) {
 }
 
 inline GuardKey key_of(const TokenBatchSampler& s) {
-  // The layout hash covers the lengths and the budget options; the accumulation is a field of its own.
+  // The lengths and budget options are the layout field (their hash), the accumulation a
+  // field of its own; the engine field is the key's fingerprint without the layout.
   const StateKey k = s.key();
-  return GuardKey{{family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
-                   static_cast<std::uint64_t>(k.tail), k.fingerprint(), s.start(), 0, s.accumulation_steps(), 0,
-                   s.layout_hash(), s.world_size()},
-                  s.rank()};
+  StateKey engine = k;
+  engine.layout = 0;
+  return GuardKey{
+      {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
+       engine.fingerprint(), s.start(), 0, s.accumulation_steps(), 0, s.layout_hash(), s.world_size()},
+      s.rank()};
 }
 
 // The library sampler a libtorch adapter reads (a snapshot of its pass), or the sampler itself.

@@ -1,4 +1,4 @@
-# Tests of distsampler.torch.TokenBatchSampler: budgets, equal steps, empty micro-batches, DataLoader, gloo, state, errors.
+# Tests of distsampler.torch.TokenBatchSampler: budgets, equal steps, empty micro-batches, loaders, gloo, state, errors.
 # SPDX-License-Identifier: MIT
 import contextlib
 import gc
@@ -237,7 +237,8 @@ def test_a_state_of_other_lengths_or_budget_is_refused():
     sd = TokenBatchSampler(lengths, 3000, 1, 0, seed=2).state_dict()
     changed = lengths.copy()
     changed[17] += 1
-    expected = r"^TokenBatchSampler: token lengths or budget options differ \(state layout 0x[0-9a-f]{16}, sampler layout 0x"
+    expected = (r"^TokenBatchSampler: token lengths or budget options differ "
+                r"\(state layout 0x[0-9a-f]{16}, sampler layout 0x")
     for other in (TokenBatchSampler(changed, 3000, 1, 0, seed=2), TokenBatchSampler(lengths, 3001, 1, 0, seed=2)):
         with pytest.raises(distsampler.StateError, match=expected):
             other.load_state_dict(sd)
@@ -259,7 +260,8 @@ def test_a_state_of_other_lengths_or_budget_is_refused():
                                      r"call with_max_tokens\)$"),
         ([5, 3], dict(max_tokens=-1), r"^TokenBatchSampler: max_tokens -1 is out of range"),
         ([5, 3], dict(cost="square"), r"cost 'square' is unknown \(expected \"padded\", \"linear\" or \"quadratic\"\)"),
-        ([5, 3], dict(oversize="drop"), r"oversize 'drop' is unknown \(expected \"error\", \"own_batch\" or \"skip\"\)"),
+        ([5, 3], dict(oversize="drop"),
+         r"oversize 'drop' is unknown \(expected \"error\", \"own_batch\" or \"skip\"\)"),
         ([5, 3], dict(max_samples=0), r"max_samples is 0 \(expected at least 1, or None for no limit\)"),
         ([5, 3], dict(accumulation_steps=0), r"^TokenBatchOptions: accumulation_steps is 0 \(expected at least 1\)$"),
         ([5, 3], dict(window=0), r"^TokenBatchOptions: window 0 is out of range \(expected 1..4294967295\)$"),
