@@ -545,7 +545,7 @@ def _token_lengths(who, lengths):
         if negative.size:
             i = int(negative[0])
             raise ConfigError(f"{who}: sample {i} has length {int(a[i])} (expected a token count of at least 1)")
-    if a.dtype.itemsize > 4 or a.dtype.kind == "i" and a.dtype.itemsize == 4:
+    if a.dtype.itemsize > 4:
         large = np.flatnonzero(a > _U32_MAX)
         if large.size:
             i = int(large[0])
