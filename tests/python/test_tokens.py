@@ -333,3 +333,13 @@ def test_readme_token_example_runs_as_documented():
         m = re.fullmatch(r"epoch (\d+): (\d+) micro-batches \((\d+) empty\), padding efficiency ([01]\.\d\d)", line)
         assert m, line
         assert int(m.group(1)) == epoch and int(m.group(2)) > 0 and float(m.group(4)) > 0.8
+
+
+def test_fewer_samples_than_slots_gives_every_rank_its_steps_with_empty_micro_batches():
+    samplers = ranks([3], 10, 4, accumulation_steps=2)
+    per_rank = [list(s) for s in samplers]
+    assert [len(x) for x in per_rank] == [2, 2, 2, 2]  # one step of 2 micro-batches on every rank
+    assert sorted(mb for x in per_rank for mb in x) == [[]] * 7 + [[0]]
+    assert samplers[0].stats["empty_micro_batches"] == 7
+    empty = TokenBatchSampler([], 10, 4, 0)
+    assert len(empty) == 0 and list(empty) == []
