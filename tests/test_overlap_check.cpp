@@ -293,3 +293,82 @@ TEST_CASE("Resumed segments count what was consumed before them exactly once", "
   CHECK(ds::check_overlap(shard, 272).message ==
         "ok: disjoint and covering over 3 ranks (192 reads of 192 expected, 0 padding)");
 }
+
+TEST_CASE("Guard records name every library sampler family, the token sampler's included", "[overlap]") {
+  CHECK(ds::guard_family_code(ds::DistributedSampler<>(10, ds::World(0, 1)).key().sampler) == 1);
+  CHECK(ds::guard_family_code("batch") == 2);
+  CHECK(ds::guard_family_code("shard") == 3);
+  CHECK(ds::guard_family_code(ds::TokenBatchSampler::family) == 4);
+  CHECK(ds::guard_family_code("mixture") == 0);
+  CHECK(ds::guard_family_code("") == 0);
+  CHECK(ds::guard_family_name(1) == "distributed");
+  CHECK(ds::guard_family_name(2) == "batch");
+  CHECK(ds::guard_family_name(3) == "shard");
+  CHECK(ds::guard_family_name(4) == "tokens");
+  CHECK(ds::guard_family_name(0) == "custom 0");
+  CHECK(ds::guard_family_name(9) == "custom 9");
+}
+
+namespace {
+
+// 400 samples of 1..60 tokens; samples 7 and 300 of 500 tokens are over the 256-token budget.
+std::vector<std::uint32_t> token_lengths() {
+  std::vector<std::uint32_t> out(400);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::uint32_t>(1 + (i * 37 + i / 7) % 60);
+  out[7] = out[300] = 500;
+  return out;
+}
+
+ds::TokenBatchOptions token_options(std::uint64_t accumulation) {
+  // Windows of 45: the last holds 400 - 8 x 45 = 40 samples.
+  return ds::TokenBatchOptions()
+      .with_max_tokens(256)
+      .with_window(45)
+      .with_accumulation_steps(accumulation)
+      .with_seed(11);
+}
+
+}  // namespace
+
+TEST_CASE("Token epochs pass the overlap check: empty micro-batches, skipped samples, resumed segments", "[overlap]") {
+  const std::vector<std::uint32_t> lengths = token_lengths();
+  const auto own = ds::TokenBatchOptions(token_options(2)).with_oversize(ds::Oversize::own_batch);
+  const auto fresh = ranks_sums(4, [&](ds::World w) { return ds::TokenBatchSampler(400, lengths, w, own); });
+  CHECK(total_skips(fresh) == 0);
+  CHECK(ds::check_overlap(fresh, 400).message ==
+        "ok: disjoint and covering over 4 ranks (400 reads of 400 expected, 0 padding)");
+
+  // The two samples over the budget are skipped, each by one rank.
+  const auto skip = ds::TokenBatchOptions(token_options(2)).with_oversize(ds::Oversize::skip);
+  const auto skipped = ranks_sums(4, [&](ds::World w) { return ds::TokenBatchSampler(400, lengths, w, skip); });
+  CHECK(total_skips(skipped) == 2);
+  CHECK(ds::check_overlap(skipped, 400).message ==
+        "ok: disjoint and covering over 4 ranks (398 reads of 398 expected, 0 padding)");
+
+  // Stopped after 3 steps and one round on 4 ranks x 2, resumed on 3 ranks x 1.
+  std::uint64_t read_before = 0;
+  for (std::uint64_t r = 0; r < 4; ++r) {
+    const ds::TokenBatchSampler s(400, lengths, ds::World(r, 4), skip);
+    for (std::uint64_t step = 0; step < 3; ++step) {
+      read_before += s.micro_batch(step, 0).indices.size() + s.micro_batch(step, 1).indices.size();
+    }
+    read_before += s.micro_batch(3, 0).indices.size();
+  }
+  const ds::SamplerState state = ds::TokenBatchSampler(400, lengths, ds::World(0, 4), skip).state(3, 1);
+  const auto resumed = ranks_sums(3, [&](ds::World w) {
+    ds::TokenBatchSampler s(400, lengths, w, ds::TokenBatchOptions(skip).with_accumulation_steps(1));
+    s.resume(state);
+    return s;
+  });
+  CHECK(total_skips(resumed) == read_before + 2);
+  CHECK(ds::check_overlap(resumed, 400).message == "ok: disjoint and covering over 3 ranks (" +
+                                                       std::to_string(398 - read_before) + " reads of " +
+                                                       std::to_string(398 - read_before) + " expected, 0 padding)");
+
+  // A rank built as another reads rank 0's micro-batches twice and its own never.
+  const auto wrong = ranks_sums(
+      4, [&](ds::World w) { return ds::TokenBatchSampler(400, lengths, ds::World(w.rank == 2 ? 0 : w.rank, 4), own); });
+  const ds::GuardReport report = ds::check_overlap(wrong, 400);
+  CHECK_FALSE(report.ok);
+  CHECK(report.message.rfind("ok: ", 0) == std::string::npos);
+}

@@ -131,9 +131,10 @@ class OverlapGuard : public ReadSums {
 };
 
 /// The overlap guard for the current epoch, or the segment a resume left, of a
-/// DistributedSampler or DistributedBatchSampler: feeds this rank's reads and its share
-/// of the positions the segment leaves unread (segment_sums) into an OverlapGuard.
-/// Collective over `comm`; O(N / W + reads) per rank.
+/// DistributedSampler, DistributedBatchSampler or TokenBatchSampler: feeds this rank's
+/// reads and its share of the samples the segment leaves unread (segment_sums) into an
+/// OverlapGuard. Collective over `comm`; O(N / W + reads) per rank (O(N log M) for the
+/// token sampler, which plans every window).
 template <class Sampler>
 [[nodiscard]] GuardReport guard_epoch(const Sampler& sampler, MPI_Comm comm = MPI_COMM_WORLD) {
   OverlapGuard guard(sampler.dataset_size());

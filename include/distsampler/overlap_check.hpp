@@ -5,8 +5,10 @@
 
 #include <array>
 #include <cstddef>
+#include <iterator>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "batch_sampler.hpp"
@@ -16,6 +18,7 @@
 #include "options.hpp"
 #include "state.hpp"
 #include "streaming_shard_sampler.hpp"
+#include "token_batches.hpp"
 #include "version.hpp"
 #include "world.hpp"
 
@@ -178,6 +181,29 @@ using OverlapWords = std::array<std::uint64_t, overlap_word_count>;
 
 namespace detail {
 
+// The sampler families a guard record names by number (index = code; 0: none of them).
+inline constexpr std::string_view guard_families[] = {"", "distributed", "batch", "shard", "tokens"};
+
+}  // namespace detail
+
+/// The number a guard record carries for a sampler family name (the samplers' `family`
+/// constants: "distributed" 1, "batch" 2, "shard" 3, "tokens" 4); 0 for any other. O(1).
+[[nodiscard]] constexpr std::uint64_t guard_family_code(std::string_view family) noexcept {
+  for (std::uint64_t i = 1; i < std::size(detail::guard_families); ++i) {
+    if (detail::guard_families[i] == family) return i;
+  }
+  return 0;
+}
+
+/// The family name of a guard record's number: the inverse of guard_family_code, and
+/// "custom N" for a number no library sampler uses.
+[[nodiscard]] inline std::string guard_family_name(std::uint64_t code) {
+  if (code != 0 && code < std::size(detail::guard_families)) return std::string(detail::guard_families[code]);
+  return "custom " + std::to_string(code);
+}
+
+namespace detail {
+
 // Position p of the epoch's order that a segment leaves unread is skipped by the process
 // whose rank is p mod W: each exactly once, and the work is spread over the ranks.
 template <class F>
@@ -278,6 +304,30 @@ template <class P>
       dropped -= take;
     }
   }
+  return sums;
+}
+
+/// As above for a TokenBatchSampler: every sample of this rank's micro-batches in every
+/// step (empty micro-batches read nothing), and its share (every W-th, by rank) of the
+/// samples the segment leaves unread: skipped under Oversize::skip, and consumed before
+/// start(). O(N log M) (every window is planned); deterministic.
+[[nodiscard]] inline ReadSums segment_sums(const TokenBatchSampler& s, const World& process) {
+  ReadSums sums;
+  const std::uint64_t w = process.world_size, mine = process.rank;
+  std::uint64_t unread = 0;
+  auto skip = [&](std::uint64_t index) {
+    if (unread++ % w == mine) sums.skip(index);
+  };
+  s.for_each_window([&](const TokenWindow& window) {
+    for (std::uint64_t step = window.first_step(); step < window.end_step(); ++step) {
+      for (std::uint64_t k = 0; k < s.accumulation_steps(); ++k) {
+        for (const std::uint64_t index : window.micro_batch(step, k, s.rank()).indices) sums.read(index);
+      }
+    }
+    const WindowPlan& plan = window.plan();
+    for (std::uint64_t i = plan.planned; i < plan.samples.size(); ++i) skip(window.index_of(i));
+  });
+  s.for_each_consumed(skip);
   return sums;
 }
 

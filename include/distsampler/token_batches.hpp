@@ -80,6 +80,9 @@ class TokenWindow {
   [[nodiscard]] std::uint64_t first_step() const noexcept { return first_step_; }
   [[nodiscard]] std::uint64_t end_step() const noexcept { return first_step_ + plan_.steps(group()); }
   [[nodiscard]] const WindowPlan& plan() const noexcept { return plan_; }
+  /// The dataset index of plan().samples[i] (the micro-batches' samples, then the skipped
+  /// ones). Precondition: i < plan().samples.size(). O(1).
+  [[nodiscard]] std::uint64_t index_of(std::uint64_t i) const { return order_.index(position_ + plan_.samples[i]); }
 
   /// Micro-batch k of `step` for `rank`. Throws std::out_of_range outside the window,
   /// for k >= accumulation_steps or rank >= world_size. O(micro-batch size).
@@ -253,6 +256,31 @@ class TokenBatchSampler {
           detail::out_of_range_message("TokenBatchSampler::window", "step", step, "num_steps", num_steps()));
     }
     return plan(visit_of_step(step));
+  }
+
+  /// Calls f(const TokenWindow&) for every window the epoch (or what a resume left of it)
+  /// still reads, in reading order, including windows without steps (all their samples
+  /// skipped under Oversize::skip). Plans each: O(N log M) for an epoch.
+  template <class F>
+  void for_each_window(F&& f) const {
+    for (std::uint64_t v = 0; v + 1 < epoch_.step_start.size(); ++v) f(static_cast<const TokenWindow&>(plan(v)));
+  }
+
+  /// Calls f(index) for every dataset index of this epoch consumed before start(): the
+  /// windows read before it, then the first samples of the window it falls in. O(start())
+  /// plus one window plan; nothing when start() is 0.
+  template <class F>
+  void for_each_consumed(F&& f) const {
+    const EpochOrder<FeistelPermutation>& order = epoch_.order;
+    for (std::uint64_t v = 0; v < epoch_.first_visit; ++v) {
+      const std::uint64_t w = window_of(v, order), first = w * options_.window;
+      for (std::uint64_t p = first; p < first + window_size(w); ++p) f(order.index(p));
+    }
+    if (epoch_.offset == 0) return;
+    std::vector<std::uint64_t> positions;
+    std::vector<std::uint32_t> lens;
+    const TokenWindow whole = plan_visit(order, epoch_.first_visit, 0, positions, lens);
+    for (std::uint64_t i = 0; i < epoch_.offset; ++i) f(whole.index_of(i));
   }
 
   /// This rank's micro-batch k of `step` (plans its window: O(M log M); walk a

@@ -43,14 +43,12 @@ namespace detail {
 
 using distsampler::detail::throw_config_error;
 
-inline std::uint64_t family(std::string_view sampler) noexcept {
-  return sampler == "distributed" ? 1 : sampler == "batch" ? 2 : sampler == "shard" ? 3 : 0;
-}
+inline std::uint64_t family(std::string_view sampler) noexcept { return guard_family_code(sampler); }
 
 inline std::string show(std::size_t field, std::uint64_t v) {
   switch (field) {
     case 0:
-      return v == 1 ? "distributed" : v == 2 ? "batch" : v == 3 ? "shard" : "custom " + std::to_string(v);
+      return guard_family_name(v);
     case 4:
       return v != 0 ? "true" : "false";
     case 5:
@@ -115,6 +113,18 @@ inline GuardKey key_of(const StreamingShardSampler& s) {
                    static_cast<std::uint64_t>(o.tail), distsampler::detail::hash_field(0, s.engine_name()), s.start(),
                    0, 0, s.num_workers(), distsampler::detail::mix64(layout), s.world().world_size},
                   s.world().rank};
+}
+
+inline GuardKey key_of(const TokenBatchSampler& s) {
+  // The lengths and budget options are the layout field (their hash), the accumulation a
+  // field of its own; the engine field is the key's fingerprint without the layout.
+  const StateKey k = s.key();
+  StateKey engine = k;
+  engine.layout = 0;
+  return GuardKey{
+      {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
+       engine.fingerprint(), s.start(), 0, s.accumulation_steps(), 0, s.layout_hash(), s.world_size()},
+      s.rank()};
 }
 
 // The library sampler a libtorch adapter reads (a snapshot of its pass), or the sampler itself.
@@ -234,8 +244,10 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
 /// engine, resumed position, batch layout or shard layout, world size), each sampler is
 /// built for its process's own rank, and the shares are disjoint and covering (padding
 /// and what the tail drops excepted). `sampler` is a DistributedSampler,
-/// DistributedBatchSampler, StreamingShardSampler or one of the libtorch adapters (the
-/// pass it reads, or the next one when set_epoch or resume is pending). See check_reads
+/// DistributedBatchSampler, StreamingShardSampler, TokenBatchSampler (empty micro-batches
+/// read nothing; samples skipped under Oversize::skip count as skipped) or one of the
+/// libtorch adapters (the pass it reads, or the next one when set_epoch or resume is
+/// pending). See check_reads
 /// for the communication, the verdict and what throws.
 ///
 ///     auto store = distsampler::torch_guard::store_from_env();   // once per job

@@ -1,14 +1,26 @@
 # One process of the torch.distributed (gloo) tests: runs a scenario and writes what its DataLoader yielded as JSON.
 # SPDX-License-Identifier: MIT
+import datetime
 import json
 import sys
+
+import numpy as np
 
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
-from distsampler.torch import DistributedBatchSampler, DistributedSampler, ShardStream, guard
+from distsampler.torch import (DistributedBatchSampler, DistributedSampler, EmptyToNone, ShardStream,
+                                TokenBatchSampler, guard)
+
+TOKEN_N, TOKEN_BUDGET, TOKEN_WINDOW = 1003, 600, 100  # the last window of 3 samples gives empty micro-batches
+
+
+def token_lengths():
+    """Long-tailed token counts of the token scenarios' samples (1..300)."""
+    rng = np.random.default_rng(7)
+    return np.clip(rng.lognormal(3.5, 0.9, size=TOKEN_N), 1, 300).astype(np.uint32)
 
 
 class Indices(Dataset):
@@ -38,9 +50,39 @@ def indices_of(loader, limit=None):
     return out
 
 
+def train_on_token_batches(loader, accumulation, limit=None, group=None):
+    """The documented training loop over a TokenBatchSampler's loader: an empty micro-batch
+    (None) runs with its loss multiplied by 0, so every rank joins every step's collectives.
+    Returns the micro-batches read (lists, [] for an empty one) and the per-rank micro-batch
+    counts of every step, all-gathered."""
+    model = torch.nn.Linear(1, 1)
+    read, counts, in_step = [], [], 0
+    for i, batch in enumerate(loader):
+        if batch is None:
+            loss = model(torch.zeros(1, 1)).sum() * 0
+            read.append([])
+        else:
+            loss = model(batch.float().unsqueeze(1)).mean()
+            read.append([int(x) for x in batch])
+        loss.backward()
+        in_step += 1
+        if (i + 1) % accumulation == 0:
+            for p in model.parameters():
+                dist.all_reduce(p.grad, group=group)  # what DDP does: hangs unless every rank has this step
+                p.grad = None
+            gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size(group))]
+            dist.all_gather(gathered, torch.tensor([in_step]), group=group)
+            counts.append([int(c) for c in gathered])
+            in_step = 0
+            if limit is not None and len(counts) == limit:
+                break  # before the loader asks its sampler for more
+    return read, counts
+
+
 def main():
     scenario, port, rank, world, out_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
     result = {"rank": rank}
     n = 1001
     data = Indices(n)
@@ -106,6 +148,46 @@ def main():
             batches.load_state_dict(state)
             loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
             result["read"] = indices_of(loader)
+        elif scenario == "tokens":
+            lengths = token_lengths()
+            data = Indices(TOKEN_N)
+            sampler = TokenBatchSampler(lengths, TOKEN_BUDGET, accumulation_steps=2, window=TOKEN_WINDOW, seed=5)
+            guard(sampler)
+            result["len"] = len(sampler)
+            result["empty_total"] = sampler.stats["empty_micro_batches"]
+            loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone())
+            result["epoch0"], result["counts0"] = train_on_token_batches(loader, 2)
+            other = TokenBatchSampler(lengths, TOKEN_BUDGET + (rank == 3), accumulation_steps=2, window=TOKEN_WINDOW,
+                                      seed=5)
+            try:
+                guard(other)
+                result["budget_error"] = None
+            except distsampler.ConfigError as e:
+                result["budget_error"] = str(e)
+            # Epoch 1: stop after 5 steps and save (the workers drew ahead: name what was delivered).
+            sampler.set_epoch(1)
+            loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone(), num_workers=2)
+            result["saved_read"], result["saved_counts"] = train_on_token_batches(loader, 2, limit=5)
+            result["state"] = sampler.state_dict(batches=len(result["saved_read"]))
+            saved = [None] * world
+            dist.all_gather_object(saved, result["state"])
+            result["all_equal"] = all(x == saved[0] for x in saved)
+            if rank == 0:
+                with open(sys.argv[6], "w") as f:
+                    json.dump(result["state"], f)
+            dist.barrier()
+            # The job restarts on 2 processes (ranks 0 and 1 in a group of their own), accumulation 3.
+            pair = dist.new_group([0, 1])
+            if rank < 2:
+                with open(sys.argv[6]) as f:
+                    state = json.load(f)
+                resumed = TokenBatchSampler(lengths, TOKEN_BUDGET, 2, rank, accumulation_steps=3,
+                                            window=TOKEN_WINDOW, seed=5)
+                resumed.load_state_dict(state)
+                resumed.set_epoch(1)
+                result["resumed_len"] = len(resumed)
+                loader = DataLoader(data, batch_sampler=resumed, collate_fn=EmptyToNone(), num_workers=2)
+                result["resumed_read"], result["resumed_counts"] = train_on_token_batches(loader, 3, group=pair)
         else:
             raise SystemExit(f"unknown scenario {scenario}")
     finally:

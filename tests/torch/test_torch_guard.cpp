@@ -175,6 +175,37 @@ CATCH_TEST_CASE("The guard names the rank and the field that differ, on every ra
       *store);
   CATCH_CHECK(out[1].message ==
               who + "rank 1 has sampler shard, rank 0 has distributed (expected the same on every rank)");
+
+  // The token sampler: named, its budget compared through the layout hash, and a whole epoch checked.
+  const std::vector<std::uint32_t> lengths = {5, 9, 2, 7, 7, 1, 8, 3, 6, 4, 9, 2, 5};
+  auto tokens = [&](std::uint64_t r, std::uint64_t budget) {
+    return ds::TokenBatchSampler(lengths.size(), lengths, ds::World(r, 2),
+                                 ds::TokenBatchOptions().with_max_tokens(budget).with_window(5).with_seed(2));
+  };
+  const auto named = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 0) return guard::check_epoch(plain(13, ds::World(0, 2), 2, ds::Tail::uneven), s, ds::World(0, 2));
+        return guard::check_epoch(tokens(1, 20), s, ds::World(1, 2));
+      },
+      *store);
+  CATCH_CHECK(named[1].message ==
+              who + "rank 1 has sampler tokens, rank 0 has distributed (expected the same on every rank)");
+  const auto budget = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        return guard::check_epoch(tokens(r, r == 1 ? 21 : 20), s, ds::World(r, 2));
+      },
+      *store);
+  CATCH_CHECK(budget[0].message == who + "rank 1 has layout " + ds::detail::hex64(tokens(1, 21).layout_hash()) +
+                                       ", rank 0 has " + ds::detail::hex64(tokens(0, 20).layout_hash()) +
+                                       " (expected the same on every rank)");
+  const auto epoch = run_ranks(
+      2, [&](std::uint64_t r, c10d::Store& s) { return guard::check_epoch(tokens(r, 20), s, ds::World(r, 2)); },
+      *store);
+  for (const auto& o : epoch) {
+    CATCH_CHECK(o.message == "ok: disjoint and covering over 2 ranks (13 reads of 13 expected, 0 padding)");
+  }
 }
 
 CATCH_TEST_CASE("The guard's sums catch overlap and missing samples", "[torch-guard]") {
