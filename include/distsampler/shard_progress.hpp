@@ -148,7 +148,7 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
 /// mapped to G and joined with what was consumed before the segment, stored as a prefix
 /// plus ranges ahead. O(consumers + ranges log ranges).
 [[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
-  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.deal().consumed(done));
+  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.consumed(done));
   SamplerState s;
   s.dataset_size = walk.order().size();
   s.seed = walk.order().options().seed;

@@ -45,10 +45,16 @@ struct ShardRange {
 /// concurrently.
 class ShardWalk {
  public:
-  ShardWalk(ShardEpochOrder order, RemainingSegment segment, std::uint64_t consumers, Tail tail)
+  /// Deals the segment in blocks of `block_size` (0: the order's block_size()), consumer k
+  /// taking slot slots.slot(k) of the deal, whose partial round is cut in slots.groups()
+  /// groups (BlockDeal).
+  ShardWalk(ShardEpochOrder order, RemainingSegment segment, std::uint64_t consumers, Tail tail,
+            ConsumerSlots slots = {}, std::uint64_t block_size = 0)
       : order_(std::move(order)),
         segment_(std::move(segment)),
-        deal_(segment_.size(), segment_.lead(), consumers, order_.block_size(), tail) {}
+        deal_(segment_.size(), segment_.lead(), consumers, block_size == 0 ? order_.block_size() : block_size, tail,
+              slots.groups()),
+        slots_(slots) {}
 
   [[nodiscard]] const ShardEpochOrder& order() const noexcept { return order_; }
   [[nodiscard]] const RemainingSegment& segment() const noexcept { return segment_; }
@@ -56,17 +62,34 @@ class ShardWalk {
   [[nodiscard]] const ShardCatalog& catalog() const noexcept { return order_.catalog(); }
   [[nodiscard]] std::uint64_t epoch() const noexcept { return order_.epoch(); }
   [[nodiscard]] std::uint64_t consumers() const noexcept { return deal_.consumers(); }
+  /// The deal slot of consumer k: every member taking a consumer reads that slot.
+  [[nodiscard]] std::uint64_t slot(std::uint64_t k) const noexcept { return slots_.slot(k); }
+  [[nodiscard]] const ConsumerSlots& slots() const noexcept { return slots_; }
+  /// The segment position of slot i of consumer k.
+  [[nodiscard]] std::uint64_t segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
+    return deal_.position(slot(k), i);
+  }
+  /// True when slot i of consumer k is a flagged padding duplicate.
+  [[nodiscard]] bool is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
+    return deal_.is_padding(slot(k), i);
+  }
+  /// The segment positions consumed once consumer k read done[k] slots (see BlockDeal::consumed).
+  [[nodiscard]] std::vector<PositionRange> consumed(const std::vector<std::uint64_t>& done) const {
+    std::vector<std::uint64_t> by_slot(done.size());
+    for (std::size_t k = 0; k < done.size(); ++k) by_slot[static_cast<std::size_t>(slot(k))] = done[k];
+    return deal_.consumed(by_slot);
+  }
 
   /// Slots consumer k reads.
-  [[nodiscard]] std::uint64_t size(std::uint64_t k) const noexcept { return deal_.size(k); }
+  [[nodiscard]] std::uint64_t size(std::uint64_t k) const noexcept { return deal_.size(slot(k)); }
   /// The G position of slot i of consumer k.
   [[nodiscard]] std::uint64_t epoch_position(std::uint64_t k, std::uint64_t i) const noexcept {
-    return segment_.epoch_position(deal_.position(k, i));
+    return segment_.epoch_position(deal_.position(slot(k), i));
   }
   /// Slot i of consumer k as a ShardSample (padding flagged).
   [[nodiscard]] ShardSample sample(std::uint64_t k, std::uint64_t i) const noexcept {
     ShardSample s = order_.at(epoch_position(k, i));
-    s.is_padding = deal_.is_padding(k, i);
+    s.is_padding = deal_.is_padding(slot(k), i);
     return s;
   }
 
@@ -76,13 +99,14 @@ class ShardWalk {
   /// run by run, not in first-read order.
   template <class Sink>
   void visit_ranges(std::uint64_t k, std::uint64_t first, std::uint64_t last, Sink&& sink) const {
+    const std::uint64_t d = slot(k);
     std::uint64_t i = first;
     while (i < last) {
-      const std::uint64_t chunk_end = std::min(last, deal_.chunk_end(k, i));
-      std::uint64_t slot = i;
-      segment_.for_each_piece(deal_.position(k, i), chunk_end - i, [&](std::uint64_t g, std::uint64_t piece) {
-        order_.visit(g, g + piece, slot, sink);
-        slot += piece;
+      const std::uint64_t chunk_end = std::min(last, deal_.chunk_end(d, i));
+      std::uint64_t at = i;
+      segment_.for_each_piece(deal_.position(d, i), chunk_end - i, [&](std::uint64_t g, std::uint64_t piece) {
+        order_.visit(g, g + piece, at, sink);
+        at += piece;
       });
       i = chunk_end;
     }
@@ -94,16 +118,17 @@ class ShardWalk {
     const ShardCatalog& cat = catalog();
     visit_ranges(
         k, first, first + count,
-        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot, std::uint64_t stride) {
+        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+            std::uint64_t stride) {
           const std::uint64_t base = cat.shard_offset(shard);
-          ShardSample* at = out + (slot - first);
+          ShardSample* at = out + (first_slot - first);
           for (std::uint64_t t = 0; t < length; ++t, at += stride) {
             *at = ShardSample{shard, begin + t, base + begin + t, false};
           }
         });
     // Only the tail slot can be padding.
     const std::uint64_t tail_slot = deal_.tail_slot();
-    if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(k, tail_slot)) {
+    if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(slot(k), tail_slot)) {
       out[tail_slot - first].is_padding = true;
     }
   }
@@ -126,9 +151,9 @@ class ShardWalk {
   [[nodiscard]] std::vector<ShardRange> read_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last) const {
     std::vector<ShardRange> out;
     visit_ranges(k, first, last,
-                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
                      std::uint64_t /*stride*/) {
-                   out.push_back(ShardRange{shard, begin, begin + length, slot});
+                   out.push_back(ShardRange{shard, begin, begin + length, first_slot});
                  });
     // Blocks occupy consecutive slots, so sorting by first slot orders each block's
     // interleaved ranges by first read and keeps blocks in order.
@@ -141,6 +166,7 @@ class ShardWalk {
   ShardEpochOrder order_;
   RemainingSegment segment_;
   BlockDeal deal_;
+  ConsumerSlots slots_;
 };
 
 DISTSAMPLER_NAMESPACE_END

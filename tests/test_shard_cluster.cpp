@@ -1,4 +1,4 @@
-// Tests that the default shard options mix batches like a full shuffle on class-sorted layouts, with bounded locality.
+// Tests of the shard sampler at cluster scale: default options mix like a full shuffle, nodes read disjoint shards.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -189,4 +189,142 @@ TEST_CASE("the previous default (contiguous lanes, runs of 8) fails the mixing b
   CHECK(m.sampler.micro_tv > 2 * m.full.micro_tv);
   CHECK(m.sampler.global_tv > 2 * m.full.global_tv);
   CHECK(m.shards_per_1024 < 20);
+}
+
+namespace {
+
+// Shards each node reads in a whole epoch, summed over nodes, per shard: 1.0 when every
+// shard is read on one node only. World(r, W, r mod per_node, per_node).
+double node_read_multiple(const std::vector<std::uint64_t>& sizes, std::uint64_t world_size, std::uint64_t per_node,
+                          std::uint64_t per_rank, const ShardSamplerOptions& options, std::uint64_t* groups = nullptr) {
+  const std::uint64_t nodes = world_size / per_node;
+  std::vector<std::vector<bool>> touched(static_cast<std::size_t>(nodes), std::vector<bool>(sizes.size(), false));
+  std::vector<bool> any(sizes.size(), false);
+  for (std::uint64_t r = 0; r < world_size; ++r) {
+    StreamingShardSampler s(sizes, World(r, world_size, r % per_node, per_node),
+                            ShardSamplerOptions(options).with_num_workers(per_rank));
+    s.set_epoch(2);
+    if (groups != nullptr) *groups = s.node_groups();
+    auto& mine = touched[static_cast<std::size_t>(r / per_node)];
+    for (std::uint64_t w = 0; w < per_rank; ++w) {
+      s.for_each(w, [&](const ShardSample& x) { mine[static_cast<std::size_t>(x.shard)] = true; });
+    }
+  }
+  std::uint64_t reads = 0, nonempty = 0;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    nonempty += sizes[s] != 0 ? 1u : 0u;
+    for (const auto& node : touched) reads += node[s] ? 1u : 0u;
+  }
+  return static_cast<double>(reads) / static_cast<double>(nonempty);
+}
+
+}  // namespace
+
+TEST_CASE("the ranks of a node read shards no other node reads", "[shard][nodes]") {
+  const std::vector<std::uint64_t> sizes(1000, 1000);
+  std::uint64_t groups = 0;
+  // 4 nodes x 8 GPUs, 1 and 2 workers: each node reads its quarter of the shard sequence.
+  const double one = node_read_multiple(sizes, 32, 8, 1, ShardSamplerOptions().with_seed(5), &groups);
+  CHECK(groups == 4);
+  CHECK(one <= 1.01);
+  CHECK(node_read_multiple(std::vector<std::uint64_t>(1000, 200), 32, 8, 2, ShardSamplerOptions().with_seed(5)) <= 1.01);
+  // Without node-aware reading (runs of 2) the same job reads the dataset about once per node.
+  const double plain = node_read_multiple(std::vector<std::uint64_t>(1000, 200), 32, 8, 1,
+                                          ShardSamplerOptions().with_seed(5).with_run_length(2));
+  CHECK(plain > 3.5);
+  // 3 nodes share no factor with 64 open shards: no node groups, every node reads all.
+  groups = 0;
+  CHECK(node_read_multiple(std::vector<std::uint64_t>(120, 100), 6, 2, 1, ShardSamplerOptions(), &groups) > 2.5);
+  CHECK(groups == 1);
+  // Fewer shards than nodes: node regions (quarters of the sequence) cut shards, so the
+  // nodes share them: 3 shards over 4 regions are read 2 + 2 + 2 times, and the last one
+  // by every node for the few samples after the lanes: 8 reads where a node-less deal
+  // makes 12.
+  CHECK(node_read_multiple({100000, 100000, 100000}, 8, 2, 1, ShardSamplerOptions().with_seed(1)) ==
+        Approx(8.0 / 3));
+}
+
+TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exactly once when nodes change",
+          "[shard][nodes][resume]") {
+  TestRng rng{4242};
+  const std::vector<ShardSamplerOptions> variants = {
+      ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(2).with_run_length(1),
+      ShardSamplerOptions().with_canonical_streams(8).with_max_open_shards(4).with_run_length(1).with_shuffle_window(3),
+      ShardSamplerOptions().with_canonical_streams(6).with_max_open_shards(6).with_run_length(1),
+      ShardSamplerOptions().with_canonical_streams(16).with_max_open_shards(8).with_run_length(1),
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto sizes = random_sizes(rng, 14, 40);
+    const Tail tail = trial % 3 == 0 ? Tail::pad : trial % 3 == 1 ? Tail::drop : Tail::uneven;
+    const auto options = ShardSamplerOptions(variants[static_cast<std::size_t>(trial) % variants.size()])
+                             .with_tail(tail)
+                             .with_seed(rng.next());
+    std::uint64_t n = 0;
+    for (auto s : sizes) n += s;
+    std::vector<std::uint64_t> reads(static_cast<std::size_t>(n), 0);
+    std::vector<bool> read_pos(static_cast<std::size_t>(n), false);
+    std::string saved;
+    std::uint64_t last_dropped = 0;
+    const int segments = 2 + static_cast<int>(rng.below(3));
+    for (int seg = 0; seg < segments; ++seg) {
+      const std::uint64_t per_node = 1 + rng.below(4), nodes = 1 + rng.below(4), w = per_node * nodes;
+      const std::uint64_t n_workers = 1 + rng.below(3);
+      std::vector<StreamingShardSampler> ranks;
+      for (std::uint64_t r = 0; r < w; ++r) {
+        ranks.emplace_back(sizes, World(r, w, r % per_node, per_node),
+                           ShardSamplerOptions(options).with_num_workers(n_workers));
+        if (saved.empty()) {
+          ranks.back().set_epoch(3);
+        } else {
+          ranks.back().resume(SamplerState::from_text(saved));
+        }
+      }
+      if (saved.empty()) check_segment(ranks);
+      const auto& s0 = ranks.front();
+      for (std::uint64_t wk = 0; wk < n_workers; ++wk) check_plan_against_stream(ranks.back(), wk);
+      const std::uint64_t k = s0.consumers();
+      std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+      const bool final_segment = seg + 1 == segments;
+      for (std::uint64_t c = 0; c < k; ++c) {
+        done[static_cast<std::size_t>(c)] = final_segment ? s0.consumer_size(c) : rng.below(s0.consumer_size(c) + 1);
+      }
+      // Consumers of other ranks, read through their own samplers.
+      for (std::uint64_t c = 0; c < k; ++c) {
+        const auto& s = ranks[static_cast<std::size_t>(c % w)];
+        REQUIRE(s.consumer_size(c) == s0.consumer_size(c));
+        for (std::uint64_t i = 0; i < done[static_cast<std::size_t>(c)]; ++i) {
+          const auto x = s.consumer_sample(c, i);
+          REQUIRE(s.consumer_position(c, i) == s0.consumer_position(c, i));
+          if (x.is_padding) continue;
+          ++reads[static_cast<std::size_t>(x.index)];
+          read_pos[static_cast<std::size_t>(s.consumer_position(c, i))] = true;
+        }
+      }
+      const SamplerState state = ranks[static_cast<std::size_t>(rng.below(w))].state(distsampler::ConsumerProgress(done));
+      INFO("trial " << trial << " segment " << seg << " world " << w << " per node " << per_node << " workers "
+                    << n_workers << " groups " << s0.node_groups() << " state " << state.to_text());
+      CHECK(consumed_positions(state) == read_pos);
+      saved = state.to_text();
+      last_dropped = tail == Tail::drop ? (n - s0.start()) % k : 0;
+    }
+    std::uint64_t missing = 0;
+    for (const auto c : reads) {
+      REQUIRE(c <= 1);
+      missing += c == 0 ? 1u : 0u;
+    }
+    CHECK(missing == last_dropped);
+  }
+}
+
+TEST_CASE("consumer slots group the consumers of a node and refuse layouts that do not divide", "[shard][nodes]") {
+  using distsampler::ConsumerSlots;
+  // 4 ranks, 2 per node, 2 node groups, 2 workers: slot = (worker * 1 + node / 2 ...) * 2 + node.
+  const ConsumerSlots slots(4, 2, 2);
+  // Consumer c = worker * 4 + rank; node = rank / 2; i = worker * 2 + rank mod 2; slot = 2i + node.
+  const std::vector<std::uint64_t> expected{0, 2, 1, 3, 4, 6, 5, 7};
+  for (std::uint64_t c = 0; c < 8; ++c) CHECK(slots.slot(c) == expected[c]);
+  CHECK(ConsumerSlots().slot(5) == 5);
+  CHECK_THROWS_AS(ConsumerSlots(6, 4, 1), distsampler::config_error);
+  CHECK_THROWS_WITH(ConsumerSlots(8, 2, 3), "ConsumerSlots: 3 groups of nodes of 2 ranks do not divide world_size 8 "
+                                           "(expected per_node dividing world_size and groups dividing the node count)");
 }
