@@ -43,6 +43,16 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// world size and worker count after an equal stop inside the full rounds, every stream
 /// continues sample for sample where it stopped.
 ///
+/// Node-aware reading: when World's local_world_size (> 1) divides world_size, runs are
+/// of 1 and max_open_shards divides canonical_streams, the N = world_size /
+/// local_world_size nodes form G = gcd(N, max_open_shards) node groups (node_groups()); group
+/// g reads only part g of every block of G, a contiguous 1/G of the lanes, so the ranks of
+/// one node read shards other groups do not (about 1.0x the dataset per epoch summed over
+/// nodes instead of about Nx). Consumers are then dealt blocks of block_size() =
+/// max_open_shards / G samples. Ranks must be numbered node by node (rank = node *
+/// local_world_size + local_rank). The global order does not change, so states resume on
+/// any world and node shape. docs/SHARDS.md has the measured multiples and the limits.
+///
 /// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
 /// minus R mod K dropped positions); every consumer has the same count (uneven: counts
 /// differ by at most one, and ranks by at most one); a consumer has at most
