@@ -328,3 +328,87 @@ TEST_CASE("consumer slots group the consumers of a node and refuse layouts that 
   CHECK_THROWS_WITH(ConsumerSlots(8, 2, 3), "ConsumerSlots: 3 groups of nodes of 2 ranks do not divide world_size 8 "
                                            "(expected per_node dividing world_size and groups dividing the node count)");
 }
+
+TEST_CASE("a prefetch plan covers exactly a window's records in the fewest ranges per shard", "[shard][prefetch]") {
+  TestRng rng{9090};
+  for (int trial = 0; trial < 80; ++trial) {
+    const auto sizes = random_sizes(rng, 12, 60);
+    auto options = small_options(static_cast<std::uint64_t>(trial), Tail::pad, rng.next());
+    if (trial % 2 == 0) options = ShardSamplerOptions().with_seed(rng.next());
+    const std::uint64_t w = 1 + rng.below(3), workers = 1 + rng.below(2);
+    const auto ranks = make_ranks(sizes, w, workers, options, rng.below(3));
+    const auto& s = ranks[static_cast<std::size_t>(rng.below(w))];
+    const std::uint64_t worker = rng.below(workers), size = s.worker_size(worker);
+    const std::uint64_t first = rng.below(size + 1), count = rng.below(size - first + 2);
+    const std::uint64_t gap = rng.below(3) == 0 ? 0 : rng.below(20);
+    const auto plan = s.prefetch_plan(worker, first, count, gap);
+    // The records the window reads, per shard.
+    std::vector<std::vector<bool>> read(sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) read[i].assign(static_cast<std::size_t>(sizes[i]), false);
+    const std::uint64_t last = std::min(size, first + count);
+    std::vector<std::uint64_t> first_slot(sizes.size(), UINT64_MAX);
+    for (std::uint64_t i = first; i < last; ++i) {
+      const auto x = s.sample(worker, i);
+      read[static_cast<std::size_t>(x.shard)][static_cast<std::size_t>(x.offset)] = true;
+    }
+    INFO("trial " << trial << " window [" << first << ", " << last << ") gap " << gap << " ranges " << plan.size());
+    std::vector<std::vector<bool>> covered = read;
+    for (auto& c : covered) c.assign(c.size(), false);
+    std::uint64_t previous_first = 0;
+    for (const auto& r : plan) {
+      REQUIRE(r.begin < r.end);
+      REQUIRE(r.end <= sizes[static_cast<std::size_t>(r.shard)]);
+      auto& shard_read = read[static_cast<std::size_t>(r.shard)];
+      // Tight ends: a range begins and ends with records the window reads.
+      REQUIRE(shard_read[static_cast<std::size_t>(r.begin)]);
+      REQUIRE(shard_read[static_cast<std::size_t>(r.end - 1)]);
+      // Ordered by first read slot, which reads the range.
+      REQUIRE(r.first_sample >= previous_first);
+      previous_first = r.first_sample;
+      const auto at = s.sample(worker, r.first_sample);
+      REQUIRE(at.shard == r.shard);
+      REQUIRE((at.offset >= r.begin && at.offset < r.end));
+      std::uint64_t unread_run = 0;
+      for (std::uint64_t o = r.begin; o < r.end; ++o) {
+        REQUIRE_FALSE(covered[static_cast<std::size_t>(r.shard)][static_cast<std::size_t>(o)]);  // disjoint
+        covered[static_cast<std::size_t>(r.shard)][static_cast<std::size_t>(o)] = true;
+        unread_run = shard_read[static_cast<std::size_t>(o)] ? 0 : unread_run + 1;
+        REQUIRE(unread_run <= gap);  // only gaps of at most max_gap are read along
+      }
+    }
+    // Covering, and fewest: two ranges of a shard are more than max_gap records apart.
+    for (std::size_t sh = 0; sh < sizes.size(); ++sh) {
+      std::uint64_t unread = 0;
+      bool inside = false, seen = false;
+      for (std::size_t o = 0; o < read[sh].size(); ++o) {
+        if (read[sh][o]) REQUIRE(covered[sh][o]);
+        if (covered[sh][o] && !inside && seen) REQUIRE(unread > gap);
+        if (covered[sh][o]) {
+          inside = true;
+          seen = true;
+          unread = 0;
+        } else {
+          inside = false;
+          ++unread;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("with the defaults a window of 1024 samples is about one read per open lane", "[shard][prefetch]") {
+  const std::vector<std::uint64_t> sizes(1000, 1000);
+  StreamingShardSampler s(sizes, World(3, 8), ShardSamplerOptions().with_num_workers(2));
+  const auto exact = s.prefetch_plan(1, 4096, 1024);
+  const auto joined = s.prefetch_plan(1, 4096, 1024, 16);
+  std::uint64_t total = 0;
+  for (const auto& r : joined) total += r.end - r.begin;
+  INFO("exact " << exact.size() << " joined " << joined.size() << " records " << total);
+  // The two workers of a rank share 64 lanes, taking alternate rows of windows of 16: the
+  // window reads 16 of the 32 records each lane advances, so exact ranges are short and
+  // a gap of 16 joins each lane's into one.
+  CHECK(exact.size() > 500);
+  CHECK(joined.size() <= 72);
+  CHECK(total <= 3 * 1024);
+  CHECK(s.read_plan(1, 4096, 1024).size() == 1024);
+}

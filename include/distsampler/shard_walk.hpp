@@ -162,6 +162,36 @@ class ShardWalk {
     return out;
   }
 
+  /// The records consumer k reads in its slots [first, last), merged per shard into the
+  /// fewest ranges: ranges of one shard that touch, or leave at most `max_gap` records
+  /// between them, become one (so a range may cover up to max_gap unread records per gap).
+  /// Ordered by first_sample, the first slot reading from the range. O(p log p) for the p
+  /// pieces read_plan would list.
+  [[nodiscard]] std::vector<ShardRange> merged_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last,
+                                                    std::uint64_t max_gap) const {
+    std::vector<ShardRange> pieces;
+    visit_ranges(k, first, last,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                     std::uint64_t /*stride*/) {
+                   pieces.push_back(ShardRange{shard, begin, begin + length, first_slot});
+                 });
+    std::sort(pieces.begin(), pieces.end(), [](const ShardRange& x, const ShardRange& y) {
+      return x.shard != y.shard ? x.shard < y.shard : x.begin < y.begin;
+    });
+    std::vector<ShardRange> out;
+    for (const ShardRange& r : pieces) {
+      if (!out.empty() && out.back().shard == r.shard && r.begin - std::min(r.begin, out.back().end) <= max_gap) {
+        out.back().end = std::max(out.back().end, r.end);
+        out.back().first_sample = std::min(out.back().first_sample, r.first_sample);
+      } else {
+        out.push_back(r);
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const ShardRange& x, const ShardRange& y) { return x.first_sample < y.first_sample; });
+    return out;
+  }
+
  private:
   ShardEpochOrder order_;
   RemainingSegment segment_;
