@@ -412,3 +412,42 @@ TEST_CASE("with the defaults a window of 1024 samples is about one read per open
   CHECK(total <= 3 * 1024);
   CHECK(s.read_plan(1, 4096, 1024).size() == 1024);
 }
+
+TEST_CASE("a node's consumers together read each lane in long runs", "[shard][prefetch][nodes]") {
+  // 4 nodes x 8 GPUs x 2 workers over 1000 x 1000: node 1's 16 consumers, 1024 slots each.
+  const std::vector<std::uint64_t> sizes(1000, 1000);
+  const auto o = ShardSamplerOptions().with_num_workers(2).with_seed(8);
+  StreamingShardSampler s(sizes, World(9, 32, 1, 8), o);
+  const auto plan = s.node_prefetch_plan(2048, 1024);
+  // Exactly the union of the node's consumers' records.
+  std::vector<std::vector<bool>> read(1000, std::vector<bool>(1000, false)), covered = read;
+  for (std::uint64_t r = 8; r < 16; ++r) {
+    StreamingShardSampler t(sizes, World(r, 32, r % 8, 8), o);
+    for (std::uint64_t w = 0; w < 2; ++w) {
+      t.for_each(w, [&](const ShardSample& x) { read[x.shard][x.offset] = true; }, 2048, 1024);
+    }
+  }
+  std::uint64_t records = 0;
+  for (const auto& r : plan) {
+    for (std::uint64_t o2 = r.begin; o2 < r.end; ++o2) {
+      REQUIRE(read[r.shard][o2]);
+      REQUIRE_FALSE(covered[r.shard][o2]);
+      covered[r.shard][o2] = true;
+      ++records;
+    }
+  }
+  CHECK(records == 16 * 1024);
+  CHECK(covered == read);
+  // The node reads its 128 lanes, 128 consecutive records each (plus shard boundaries):
+  // a few ranges per lane, where one consumer alone needs hundreds for its 1024 samples.
+  INFO("node ranges " << plan.size() << ", one consumer " << s.prefetch_plan(0, 2048, 1024).size());
+  CHECK(plan.size() <= 128 * 3);
+  CHECK(s.prefetch_plan(0, 2048, 1024).size() > 200);
+  // Locality unknown: the node is the rank itself, its two workers' records merged.
+  StreamingShardSampler alone(sizes, World(9, 32), o);
+  std::uint64_t alone_records = 0;
+  for (const auto& r : alone.node_prefetch_plan(0, 64)) alone_records += r.end - r.begin;
+  CHECK(alone_records == 128);
+  CHECK(alone.node_prefetch_plan(0, 64).size() <=
+        alone.prefetch_plan(0, 0, 64).size() + alone.prefetch_plan(1, 0, 64).size());
+}

@@ -169,12 +169,21 @@ class ShardWalk {
   /// pieces read_plan would list.
   [[nodiscard]] std::vector<ShardRange> merged_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last,
                                                     std::uint64_t max_gap) const {
+    return merged_plan(std::vector<std::uint64_t>{k}, first, last, max_gap);
+  }
+  /// merged_plan over the slots [first, min(last, size(k))) of every consumer k in
+  /// `consumers`: what they read together (first_sample is the earliest slot of any).
+  [[nodiscard]] std::vector<ShardRange> merged_plan(const std::vector<std::uint64_t>& consumers, std::uint64_t first,
+                                                    std::uint64_t last, std::uint64_t max_gap) const {
     std::vector<ShardRange> pieces;
-    visit_ranges(k, first, last,
-                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
-                     std::uint64_t /*stride*/) {
-                   pieces.push_back(ShardRange{shard, begin, begin + length, first_slot});
-                 });
+    for (const std::uint64_t k : consumers) {
+      if (first >= std::min(last, size(k))) continue;
+      visit_ranges(k, first, std::min(last, size(k)),
+                   [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                       std::uint64_t /*stride*/) {
+                     pieces.push_back(ShardRange{shard, begin, begin + length, first_slot});
+                   });
+    }
     std::sort(pieces.begin(), pieces.end(), [](const ShardRange& x, const ShardRange& y) {
       return x.shard != y.shard ? x.shard < y.shard : x.begin < y.begin;
     });

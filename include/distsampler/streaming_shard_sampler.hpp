@@ -254,6 +254,23 @@ class StreamingShardSampler {
     return walk_->merged_plan(k, first, size - first < count ? size : first + count, max_gap);
   }
 
+  /// prefetch_plan for the whole node of this rank: what every worker of every rank on it
+  /// (ranks node * local_world_size .. + local_world_size - 1; this rank alone when
+  /// local_world_size is 1) reads in its slots [first, first + count), merged per shard.
+  /// Consumers sharing a lane take alternate records of it, so together they read it in
+  /// long runs: the read to issue into a node-local cache. O(p log p) for the p pieces.
+  [[nodiscard]] std::vector<ShardRange> node_prefetch_plan(std::uint64_t first, std::uint64_t count,
+                                                           std::uint64_t max_gap = 0) const {
+    const std::uint64_t per_node = world_.world_size % world_.local_world_size == 0 ? world_.local_world_size : 1;
+    const std::uint64_t node_first = world_.rank - world_.rank % per_node;
+    std::vector<std::uint64_t> ks;
+    for (std::uint64_t w = 0; w < options_.num_workers; ++w) {
+      for (std::uint64_t r = node_first; r < node_first + per_node; ++r) ks.push_back(w * world_.world_size + r);
+    }
+    const std::uint64_t last = count > UINT64_MAX - first ? UINT64_MAX : first + count;
+    return walk_->merged_plan(ks, first, last, max_gap);
+  }
+
   /// Calls f(sample) for `worker`'s slots [first, first + count) in order (count clipped
   /// to the stream's end), computed a chunk at a time with fill(): the fast way to walk a
   /// stream. Throws config_error for a bad worker. O(count), a 16 KiB stack buffer.
