@@ -131,6 +131,23 @@ void BM_ShardPrefetchWindow(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardPrefetchWindow)->ArgNames({"window", "resumed"})->Args({16, 0})->Args({16, 1});
 
+void BM_ShardNodePrefetchWindow(benchmark::State& state) {
+  // node_prefetch_plan: the 64 consumers of one node (8 ranks x 8 workers), 1024 slots each.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  std::uint64_t i = 0, ranges = 0, windows = 0;
+  for (auto _ : state) {
+    const auto plan = s.node_prefetch_plan(i, 1024);
+    ranges += plan.size();
+    ++windows;
+    i += 1024;
+  }
+  state.counters["ranges"] = static_cast<double>(ranges) / static_cast<double>(windows);
+  state.SetItemsProcessed(state.iterations() * 64 * 1024);
+}
+BENCHMARK(BM_ShardNodePrefetchWindow)->Unit(benchmark::kMillisecond);
+
 // 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to 1000 apart.
 distsampler::ConsumerProgress any_stop(const distsampler::StreamingShardSampler& s) {
   std::vector<std::uint64_t> done;
