@@ -308,9 +308,8 @@ void mosaic_row(const char* name, bool py1e, std::uint64_t canonical, std::uint6
   const Streams s = mosaic_partition(mosaic_order(py1e, canonical, block, 3, 1), canonical, 1, ranks, workers, micro);
   mixing(s, row);
   locality(s, row);
-  row.node_reads =
-      node_reads(mosaic_partition(mosaic_order(py1e, canonical_4_nodes, block, 3, 1), canonical_4_nodes, 4, 8, 1, micro),
-                 8);
+  row.node_reads = node_reads(
+      mosaic_partition(mosaic_order(py1e, canonical_4_nodes, block, 3, 1), canonical_4_nodes, 4, 8, 1, micro), 8);
   row.state = "5 integers";
   print(name, row);
 }
@@ -332,9 +331,9 @@ int main() {
     print("full shuffle (Fisher-Yates)", row);
   }
   sampler_row("distsampler defaults (512 x open 64 x run 1)", ds::ShardSamplerOptions().with_seed(3));
-  sampler_row("distsampler 64 x open 8 x run 8 (sequential)",
-              ds::ShardSamplerOptions().with_seed(3).with_canonical_streams(64).with_max_open_shards(8).with_run_length(
-                  8));
+  sampler_row(
+      "distsampler 64 x open 8 x run 8 (sequential)",
+      ds::ShardSamplerOptions().with_seed(3).with_canonical_streams(64).with_max_open_shards(8).with_run_length(8));
   sampler_row("distsampler 512 x open 16 x run 4",
               ds::ShardSamplerOptions().with_seed(3).with_max_open_shards(16).with_run_length(4));
   mosaic_row("MosaicML py1e, 1 canonical node, block 2^22", true, 1, 1, std::uint64_t{1} << 22);

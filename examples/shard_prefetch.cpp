@@ -109,7 +109,8 @@ WorkerReport run_worker(const std::string& dir, const ds::StreamingShardSampler&
         continue;
       }
       const std::uint64_t stored = get_u64(&it->second[static_cast<std::size_t>(at * 8)]);
-      if (stored != x.index) fail(report, "record of sample " + std::to_string(x.index) + " holds " + std::to_string(stored));
+      if (stored != x.index)
+        fail(report, "record of sample " + std::to_string(x.index) + " holds " + std::to_string(stored));
       ++report.samples;
       if (!x.is_padding) report.served.push_back(x.index);
     }
@@ -169,11 +170,12 @@ int main(int argc, char** argv) {
               << " dataset samples not served exactly once\n";
     return 1;
   }
-  std::printf("shard prefetch: OK %llu samples of %llu shards served by %llu workers from %llu reads (%.1f samples "
-              "per read, %.2fx the bytes used)\n",
-              static_cast<unsigned long long>(samples), static_cast<unsigned long long>(sizes.size()),
-              static_cast<unsigned long long>(world_size * workers), static_cast<unsigned long long>(reads),
-              static_cast<double>(samples) / static_cast<double>(reads),
-              static_cast<double>(bytes) / static_cast<double>(samples * 8));
+  std::printf(
+      "shard prefetch: OK %llu samples of %llu shards served by %llu workers from %llu reads (%.1f samples "
+      "per read, %.2fx the bytes used)\n",
+      static_cast<unsigned long long>(samples), static_cast<unsigned long long>(sizes.size()),
+      static_cast<unsigned long long>(world_size * workers), static_cast<unsigned long long>(reads),
+      static_cast<double>(samples) / static_cast<double>(reads),
+      static_cast<double>(bytes) / static_cast<double>(samples * 8));
   return 0;
 }

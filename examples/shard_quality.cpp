@@ -117,7 +117,8 @@ void within_shard_table() {
       report_order(name, order, rank0);
     }
   }
-  distsampler::StreamingShardSampler s(sizes, distsampler::World(0, ranks), distsampler::ShardSamplerOptions().with_seed(3));
+  distsampler::StreamingShardSampler s(sizes, distsampler::World(0, ranks),
+                                       distsampler::ShardSamplerOptions().with_seed(3));
   s.set_epoch(1);
   std::vector<std::uint64_t> order, rank0;
   for (std::uint64_t p = 0; p < n; ++p) order.push_back(s.at_global(p).index);

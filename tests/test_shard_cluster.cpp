@@ -77,7 +77,8 @@ Mixing mixing(const SortedLayout& l, const std::vector<std::vector<std::vector<s
 // library's unbiased draws), dealt micro-batch by micro-batch.
 std::vector<std::vector<std::vector<std::uint64_t>>> full_shuffle_batches(const SortedLayout& l, std::uint64_t steps) {
   std::vector<std::uint64_t> shard_of;
-  for (std::size_t s = 0; s < l.sizes.size(); ++s) shard_of.insert(shard_of.end(), static_cast<std::size_t>(l.sizes[s]), s);
+  for (std::size_t s = 0; s < l.sizes.size(); ++s)
+    shard_of.insert(shard_of.end(), static_cast<std::size_t>(l.sizes[s]), s);
   distsampler::detail::SplitMix64 rng(99);
   const std::uint64_t n = shard_of.size(), need = steps * ranks * micro;
   // A partial Fisher-Yates: the first `need` draws of a uniform permutation.
@@ -112,7 +113,8 @@ Measured measure(const SortedLayout& l, const ShardSamplerOptions& options, std:
     for (std::uint64_t w = 0; w < workers; ++w) {
       REQUIRE(s.worker_size(w) >= per_worker);
       auto& v = streams[static_cast<std::size_t>(w * ranks + r)];
-      s.for_each(w, [&](const ShardSample& x) { v.push_back(x.shard); }, 0, per_worker);
+      s.for_each(
+          w, [&](const ShardSample& x) { v.push_back(x.shard); }, 0, per_worker);
     }
   }
   std::vector<std::vector<std::vector<std::uint64_t>>> batches(static_cast<std::size_t>(steps));
@@ -182,8 +184,8 @@ TEST_CASE("the previous default (contiguous lanes, runs of 8) fails the mixing b
   // The measurement itself must be able to fail: runs of 8 from 8 neighbouring lanes mix
   // a micro-batch from 8 places only.
   const auto l = sorted_layout("1000 shards x 1000", std::vector<std::uint64_t>(1000, 1000));
-  const auto old = ShardSamplerOptions().with_seed(3).with_canonical_streams(64).with_max_open_shards(8).with_run_length(
-      8);
+  const auto old =
+      ShardSamplerOptions().with_seed(3).with_canonical_streams(64).with_max_open_shards(8).with_run_length(8);
   const Measured m = measure(l, old, 128);
   INFO("micro " << m.sampler.micro_tv << " global " << m.sampler.global_tv);
   CHECK(m.sampler.micro_tv > 2 * m.full.micro_tv);
@@ -227,7 +229,8 @@ TEST_CASE("the ranks of a node read shards no other node reads", "[shard][nodes]
   const double one = node_read_multiple(sizes, 32, 8, 1, ShardSamplerOptions().with_seed(5), &groups);
   CHECK(groups == 4);
   CHECK(one <= 1.01);
-  CHECK(node_read_multiple(std::vector<std::uint64_t>(1000, 200), 32, 8, 2, ShardSamplerOptions().with_seed(5)) <= 1.01);
+  CHECK(node_read_multiple(std::vector<std::uint64_t>(1000, 200), 32, 8, 2, ShardSamplerOptions().with_seed(5)) <=
+        1.01);
   // Without node-aware reading (runs of 2) the same job reads the dataset about once per node.
   const double plain = node_read_multiple(std::vector<std::uint64_t>(1000, 200), 32, 8, 1,
                                           ShardSamplerOptions().with_seed(5).with_run_length(2));
@@ -240,8 +243,7 @@ TEST_CASE("the ranks of a node read shards no other node reads", "[shard][nodes]
   // nodes share them: 3 shards over 4 regions are read 2 + 2 + 2 times, and the last one
   // by every node for the few samples after the lanes: 8 reads where a node-less deal
   // makes 12.
-  CHECK(node_read_multiple({100000, 100000, 100000}, 8, 2, 1, ShardSamplerOptions().with_seed(1)) ==
-        Approx(8.0 / 3));
+  CHECK(node_read_multiple({100000, 100000, 100000}, 8, 2, 1, ShardSamplerOptions().with_seed(1)) == Approx(8.0 / 3));
 }
 
 TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exactly once when nodes change",
@@ -300,7 +302,8 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
           read_pos[static_cast<std::size_t>(s.consumer_position(c, i))] = true;
         }
       }
-      const SamplerState state = ranks[static_cast<std::size_t>(rng.below(w))].state(distsampler::ConsumerProgress(done));
+      const SamplerState state =
+          ranks[static_cast<std::size_t>(rng.below(w))].state(distsampler::ConsumerProgress(done));
       INFO("trial " << trial << " segment " << seg << " world " << w << " per node " << per_node << " workers "
                     << n_workers << " groups " << s0.node_groups() << " state " << state.to_text());
       CHECK(consumed_positions(state) == read_pos);
@@ -325,8 +328,9 @@ TEST_CASE("consumer slots group the consumers of a node and refuse layouts that 
   for (std::uint64_t c = 0; c < 8; ++c) CHECK(slots.slot(c) == expected[c]);
   CHECK(ConsumerSlots().slot(5) == 5);
   CHECK_THROWS_AS(ConsumerSlots(6, 4, 1), distsampler::config_error);
-  CHECK_THROWS_WITH(ConsumerSlots(8, 2, 3), "ConsumerSlots: 3 groups of nodes of 2 ranks do not divide world_size 8 "
-                                           "(expected per_node dividing world_size and groups dividing the node count)");
+  CHECK_THROWS_WITH(ConsumerSlots(8, 2, 3),
+                    "ConsumerSlots: 3 groups of nodes of 2 ranks do not divide world_size 8 "
+                    "(expected per_node dividing world_size and groups dividing the node count)");
 }
 
 TEST_CASE("a prefetch plan covers exactly a window's records in the fewest ranges per shard", "[shard][prefetch]") {
@@ -424,7 +428,8 @@ TEST_CASE("a node's consumers together read each lane in long runs", "[shard][pr
   for (std::uint64_t r = 8; r < 16; ++r) {
     StreamingShardSampler t(sizes, World(r, 32, r % 8, 8), o);
     for (std::uint64_t w = 0; w < 2; ++w) {
-      t.for_each(w, [&](const ShardSample& x) { read[x.shard][x.offset] = true; }, 2048, 1024);
+      t.for_each(
+          w, [&](const ShardSample& x) { read[x.shard][x.offset] = true; }, 2048, 1024);
     }
   }
   std::uint64_t records = 0;

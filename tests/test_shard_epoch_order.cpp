@@ -135,9 +135,10 @@ TEST_CASE("an epoch order refuses options that do not describe one", "[shard][or
   CHECK_THROWS_AS(ShardEpochOrder(catalog, ShardSamplerOptions().with_run_length(0), 0), distsampler::config_error);
   CHECK_THROWS_WITH(ShardEpochOrder(catalog, ShardSamplerOptions().with_run_length(0), 0),
                     "ShardEpochOrder: run_length is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(ShardEpochOrder(catalog, ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(8), 0),
-                    "ShardEpochOrder: max_open_shards 8 exceeds canonical_streams 4 (expected max_open_shards <= "
-                    "canonical_streams)");
+  CHECK_THROWS_WITH(
+      ShardEpochOrder(catalog, ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(8), 0),
+      "ShardEpochOrder: max_open_shards 8 exceeds canonical_streams 4 (expected max_open_shards <= "
+      "canonical_streams)");
 }
 
 TEST_CASE("shard order and within-shard order change every epoch", "[shard][order]") {

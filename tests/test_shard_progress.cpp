@@ -159,28 +159,30 @@ TEST_CASE("states are stable across versions: a state written by an earlier rele
   CHECK_THROWS_AS(longer_runs.resume(old), distsampler::state_error);
 }
 
-TEST_CASE("states of an order the spread lanes changed are refused naming the engine version", "[shard][progress][errors]") {
+TEST_CASE("states of an order the spread lanes changed are refused naming the engine version",
+          "[shard][progress][errors]") {
   // The earlier default options (64 streams, 8 open, runs of 8) read a block's lanes as
   // neighbours; version 3 spreads them, so their states describe another order.
-  const auto old_defaults =
-      ShardSamplerOptions().with_canonical_streams(64).with_max_open_shards(8).with_run_length(8);
+  const auto old_defaults = ShardSamplerOptions().with_canonical_streams(64).with_max_open_shards(8).with_run_length(8);
   const SamplerState v1 = SamplerState::from_text(
       "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 fingerprint=0x8c375a225a23acd9");
   StreamingShardSampler s({100, 50, 0, 70}, World(), old_defaults);
-  CHECK_THROWS_WITH(s.resume(v1),
-                    "StreamingShardSampler::resume: engine differs (state shard-shuffle-streams64-open8-run8-window16/1, "
-                    "sampler shard-shuffle-streams64-open8-run8-window16/3; version 1 and 2 states were written by "
-                    "version 1 of their engine, whose order this one does not keep) (version 1 state; state "
-                    "fingerprint 0x8c375a225a23acd9, expected 0x8c375a225a23acd9)");
+  CHECK_THROWS_WITH(
+      s.resume(v1),
+      "StreamingShardSampler::resume: engine differs (state shard-shuffle-streams64-open8-run8-window16/1, "
+      "sampler shard-shuffle-streams64-open8-run8-window16/3; version 1 and 2 states were written by "
+      "version 1 of their engine, whose order this one does not keep) (version 1 state; state "
+      "fingerprint 0x8c375a225a23acd9, expected 0x8c375a225a23acd9)");
   const SamplerState v3 = SamplerState::from_text(
       "distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
       "engine=shard-shuffle-streams4-open2-run2-window16/2 layout=0x33ede7b3b73c4b19 epoch=4 consumed=3 ahead=4-7 "
       "checksum=0xaaf6cfc2960c3ec8");
   StreamingShardSampler t({100, 50, 0, 70}, World(),
                           ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(2).with_run_length(2));
-  CHECK_THROWS_WITH(t.resume(v3), "StreamingShardSampler::resume: engine differs (state "
-                                  "shard-shuffle-streams4-open2-run2-window16/2, sampler "
-                                  "shard-shuffle-streams4-open2-run2-window16/3)");
+  CHECK_THROWS_WITH(t.resume(v3),
+                    "StreamingShardSampler::resume: engine differs (state "
+                    "shard-shuffle-streams4-open2-run2-window16/2, sampler "
+                    "shard-shuffle-streams4-open2-run2-window16/3)");
   CHECK(t.epoch() == 0);
 }
 

@@ -201,9 +201,10 @@ class BlockDeal {
 /// ranks per node (node = rank / per_node) and any number of workers per rank belongs to
 /// node group g = node mod G for `groups` = G dividing the node count, and takes slot
 /// i * G + g, where i numbers the group's consumers by worker, then node / G, then the rank
-/// within the node (so worker 0 of every rank comes first, as without groups). Block j of a deal's rounds goes to slot j mod K, so with blocks that
-/// are the G parts of a longer unit, group g reads part g of every unit. With one group
-/// the slot is the consumer itself. A bijection of [0, K), K = W * workers.
+/// within the node (so worker 0 of every rank comes first, as without groups). Block j
+/// of a deal's rounds goes to slot j mod K, so with blocks that are the G parts of a
+/// longer unit, group g reads part g of every unit. With one group the slot is the
+/// consumer itself. A bijection of [0, K), K = W * workers.
 ///
 /// The constructor throws config_error unless per_node and groups are at least 1,
 /// per_node divides W and groups divides W / per_node. O(1), immutable.

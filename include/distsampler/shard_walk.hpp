@@ -116,16 +116,15 @@ class ShardWalk {
   /// batched form of sample(), identical results, each run walked once.
   void fill(std::uint64_t k, std::uint64_t first, std::uint64_t count, ShardSample* out) const noexcept {
     const ShardCatalog& cat = catalog();
-    visit_ranges(
-        k, first, first + count,
-        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
-            std::uint64_t stride) {
-          const std::uint64_t base = cat.shard_offset(shard);
-          ShardSample* at = out + (first_slot - first);
-          for (std::uint64_t t = 0; t < length; ++t, at += stride) {
-            *at = ShardSample{shard, begin + t, base + begin + t, false};
-          }
-        });
+    visit_ranges(k, first, first + count,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                     std::uint64_t stride) {
+                   const std::uint64_t base = cat.shard_offset(shard);
+                   ShardSample* at = out + (first_slot - first);
+                   for (std::uint64_t t = 0; t < length; ++t, at += stride) {
+                     *at = ShardSample{shard, begin + t, base + begin + t, false};
+                   }
+                 });
     // Only the tail slot can be padding.
     const std::uint64_t tail_slot = deal_.tail_slot();
     if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(slot(k), tail_slot)) {
