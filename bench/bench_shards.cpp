@@ -115,6 +115,80 @@ void BM_ShardStateMidBlock(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardStateMidBlock)->Unit(benchmark::kMicrosecond);
 
+void BM_ShardPrefetchWindow(benchmark::State& state) {
+  // prefetch_plan for windows of 4096 slots, gaps of up to 16 records joined.
+  const auto s = stream_sampler(state);
+  std::uint64_t i = 0, ranges = 0, windows = 0;
+  for (auto _ : state) {
+    const auto plan = s.prefetch_plan(5, i, 4096, 16);
+    ranges += plan.size();
+    ++windows;
+    i += 4096;
+    if (i >= s.worker_size(5)) i = 0;
+  }
+  state.counters["ranges"] = static_cast<double>(ranges) / static_cast<double>(windows);
+  state.SetItemsProcessed(state.iterations() * 4096);
+}
+BENCHMARK(BM_ShardPrefetchWindow)->ArgNames({"window", "resumed"})->Args({16, 0})->Args({16, 1});
+
+void BM_ShardNodePrefetchWindow(benchmark::State& state) {
+  // node_prefetch_plan: the 64 consumers of one node (8 ranks x 8 workers), 1024 slots each.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  std::uint64_t i = 0, ranges = 0, windows = 0;
+  for (auto _ : state) {
+    const auto plan = s.node_prefetch_plan(i, 1024);
+    ranges += plan.size();
+    ++windows;
+    i += 1024;
+  }
+  state.counters["ranges"] = static_cast<double>(ranges) / static_cast<double>(windows);
+  state.SetItemsProcessed(state.iterations() * 64 * 1024);
+}
+BENCHMARK(BM_ShardNodePrefetchWindow)->Unit(benchmark::kMillisecond);
+
+// 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to 1000 apart.
+distsampler::ConsumerProgress any_stop(const distsampler::StreamingShardSampler& s) {
+  std::vector<std::uint64_t> done;
+  std::uint64_t x = 12345;
+  for (std::uint64_t c = 0; c < s.consumers(); ++c) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    done.push_back(5000000 + (x >> 40) % 1000);
+  }
+  return distsampler::ConsumerProgress(done);
+}
+
+void BM_ShardStateAnyStop(benchmark::State& state) {
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  const auto progress = any_stop(s);
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    const auto st = s.state(progress);
+    bytes = st.to_bytes().size();
+    benchmark::DoNotOptimize(st);
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_ShardStateAnyStop)->Unit(benchmark::kMicrosecond);
+
+void BM_ShardResumeAnyStop(benchmark::State& state) {
+  // Resume that state on another world (32 ranks x 4 workers, 4 per node).
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  const auto st = s.state(any_stop(s));
+  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
+                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  for (auto _ : state) {
+    t.resume(st);
+    benchmark::DoNotOptimize(t.worker_size(0));
+  }
+}
+BENCHMARK(BM_ShardResumeAnyStop)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -101,6 +101,7 @@ void within_shard_table() {
          {std::uint64_t{1}, std::uint64_t{4}, std::uint64_t{16}, std::uint64_t{64}, std::uint64_t{256}}) {
       distsampler::ShardSamplerOptions o;
       o.seed = 3;
+      o.canonical_streams = 64;
       o.run_length = run;
       o.max_open_shards = run == 8 ? 8 : 64;
       o.shuffle_window = window;
@@ -116,6 +117,13 @@ void within_shard_table() {
       report_order(name, order, rank0);
     }
   }
+  distsampler::StreamingShardSampler s(sizes, distsampler::World(0, ranks),
+                                       distsampler::ShardSamplerOptions().with_seed(3));
+  s.set_epoch(1);
+  std::vector<std::uint64_t> order, rank0;
+  for (std::uint64_t p = 0; p < n; ++p) order.push_back(s.at_global(p).index);
+  for (const auto x : s.stream(0)) rank0.push_back(x.index);
+  report_order("defaults: streams=512 open=64 run=1 window=16", order, rank0);
 }
 
 }  // namespace
@@ -161,6 +169,18 @@ int main() {
                     static_cast<unsigned long long>(open * run));
       report(name, streams);
     }
+  }
+  {
+    std::vector<std::vector<std::uint64_t>> streams;
+    for (std::uint64_t r = 0; r < ranks; ++r) {
+      distsampler::StreamingShardSampler s(sizes, distsampler::World(r, ranks),
+                                           distsampler::ShardSamplerOptions().with_seed(3));
+      s.set_epoch(1);
+      std::vector<std::uint64_t> v;
+      for (const auto x : s.stream(0)) v.push_back(x.index);
+      streams.push_back(v);
+    }
+    report("defaults: streams=512 open=64 run=1 (block 64)", streams);
   }
   within_shard_table();
   return 0;

@@ -131,10 +131,11 @@ printf ' 10 \r\n\r\n\t20\r\n30' >"$tmp/crlf.txt"
 expect 0 '^ok: N=60 W=2 tail=pad' -- shards --shard-sizes "$tmp/crlf.txt" --world 2 --workers 1
 expect 0 '^ok: N=0 W=4 tail=pad' -- shards --shard-sizes 0,0 --world 2 --workers 2
 # Runs of one record and windows of 4: every range is one record; still a clean verdict.
-got="$("$cli" shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4 --rank 0 --ranges 20 |
+got="$("$cli" shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 --window 4 --rank 0 --ranges 20 |
   grep -o '[0-9]*\[[0-9]*,[0-9]*)' | tr '[,)' '   ' | awk '$3 - $2 != 1' | wc -l)"
 [[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--run-length 1 printed $got ranges longer than one record"
-expect 0 '^ok: N=96 W=2 tail=pad' -- shards --shard-sizes 40,50,6 --world 2 --workers 1 --run-length 1 --window 4
+expect 0 '^ok: N=10240 W=2 tail=pad' -- shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 \
+    --window 4
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none
@@ -323,10 +324,10 @@ refuse --workers '--workers 0 is too small (expected at least 1)' shards --shard
 refuse --window '--window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
     --window 0
 refuse --run-length '--run-length 0 is too small' shards --shard-sizes 5,5 --world 2 --workers 1 --run-length 0
-refuse --max-open-shards '--max-open-shards 0 is out of range (expected 1..64)' shards --shard-sizes 5,5 --world 2 \
+refuse --max-open-shards '--max-open-shards 0 is out of range (expected 1..512)' shards --shard-sizes 5,5 --world 2 \
     --workers 1 --max-open-shards 0
-refuse --max-open-shards '--max-open-shards 65 is out of range (expected 1..64)' shards --shard-sizes 5,5 --world 2 \
-    --workers 1 --max-open-shards 65
+refuse --max-open-shards '--max-open-shards 513 is out of range (expected 1..512)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --max-open-shards 513
 refuse --run-length "--max-open-shards 2 x --run-length $big overflows 64 bits" shards --shard-sizes 5 --world 1 \
     --workers 1 --max-open-shards 2 --run-length $big
 

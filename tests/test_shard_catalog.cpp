@@ -67,7 +67,11 @@ TEST_CASE("the layout hash tells shard lists apart and is stable across versions
   // earlier releases and must not change.
   CHECK(ShardCatalog({100, 50, 0, 70}).layout_hash() == 0x33ede7b3b73c4b19u);
   CHECK(ShardCatalog().layout_hash() == 0x813f0174a2367c13u);
-  const auto options = distsampler::ShardSamplerOptions();
+  // The defaults before the mixing defaults: the names of states saved with them.
+  const auto options =
+      distsampler::ShardSamplerOptions().with_canonical_streams(64).with_max_open_shards(8).with_run_length(8);
+  CHECK(distsampler::shard_order_name(distsampler::ShardSamplerOptions()) ==
+        "shard-shuffle-streams512-open64-run1-window16");
   // Version 3 states name the order's options in the engine and keep the layout apart.
   CHECK(distsampler::shard_order_name(options) == "shard-shuffle-streams64-open8-run8-window16");
   CHECK(distsampler::shard_order_name(distsampler::ShardSamplerOptions(options).with_shuffle(false).with_shuffle_window(

@@ -79,6 +79,26 @@ TEST_CASE("unshuffled, lanes and blocks interleave runs of the shards in file or
   // Runs of 2 in two lanes of 4 (lane 0 = 0..3, lane 1 = 4..7), one run per block.
   const auto runs = ShardSamplerOptions(plain).with_canonical_streams(2).with_max_open_shards(1).with_run_length(2);
   CHECK(indices(ShardEpochOrder(catalog_of({9}), runs, 0)) == std::vector<std::uint64_t>{0, 1, 4, 5, 2, 3, 6, 7, 8});
+  // Four lanes of two runs of 1 (lane j = 2j, 2j + 1), blocks of two runs: a block's lanes
+  // are spread (0 and 2, then 1 and 3), not neighbours.
+  const auto spread = ShardSamplerOptions(plain).with_canonical_streams(4).with_max_open_shards(2).with_run_length(1);
+  CHECK(indices(ShardEpochOrder(catalog_of({8}), spread, 0)) == std::vector<std::uint64_t>{0, 4, 2, 6, 1, 5, 3, 7});
+}
+
+TEST_CASE("a row's columns map to lanes spread over the sequence, and the order's version says when that changed it",
+          "[shard][order]") {
+  // Seven lanes, three per block: residue 0 columns (0, 3, 6) take lanes 0..2, residue 1
+  // columns (1, 4) lanes 3 and 4, residue 2 columns (2, 5) lanes 5 and 6.
+  const std::vector<std::uint64_t> expected{0, 3, 5, 1, 4, 6, 2};
+  for (std::uint64_t j = 0; j < 7; ++j) CHECK(ShardEpochOrder::spread_lane(j, 7, 3) == expected[j]);
+  // Identity for one lane per block or one block per row: the contiguous lanes of version 2.
+  for (std::uint64_t j = 0; j < 9; ++j) {
+    CHECK(ShardEpochOrder::spread_lane(j, 9, 1) == j);
+    CHECK(ShardEpochOrder::spread_lane(j, 9, 9) == j);
+  }
+  CHECK(ShardEpochOrder::format_version(ShardSamplerOptions()) == 3);
+  CHECK(ShardEpochOrder::format_version(ShardSamplerOptions().with_canonical_streams(8).with_max_open_shards(8)) == 2);
+  CHECK(ShardEpochOrder::format_version(ShardSamplerOptions().with_max_open_shards(1)) == 2);
 }
 
 TEST_CASE("visiting a span of the order yields its samples as shard ranges", "[shard][order][walk]") {
@@ -115,9 +135,10 @@ TEST_CASE("an epoch order refuses options that do not describe one", "[shard][or
   CHECK_THROWS_AS(ShardEpochOrder(catalog, ShardSamplerOptions().with_run_length(0), 0), distsampler::config_error);
   CHECK_THROWS_WITH(ShardEpochOrder(catalog, ShardSamplerOptions().with_run_length(0), 0),
                     "ShardEpochOrder: run_length is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(ShardEpochOrder(catalog, ShardSamplerOptions().with_canonical_streams(4), 0),
-                    "ShardEpochOrder: max_open_shards 8 exceeds canonical_streams 4 (expected max_open_shards <= "
-                    "canonical_streams)");
+  CHECK_THROWS_WITH(
+      ShardEpochOrder(catalog, ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(8), 0),
+      "ShardEpochOrder: max_open_shards 8 exceeds canonical_streams 4 (expected max_open_shards <= "
+      "canonical_streams)");
 }
 
 TEST_CASE("shard order and within-shard order change every epoch", "[shard][order]") {
@@ -237,9 +258,11 @@ TEST_CASE("shuffle windows reorder a shard's runs and stay within their window o
     CHECK(in_order_successors(s) < (w == 2 ? 0.7 : 0.3));
     // Bound: the runs read in rows [t*w, (t+1)*w) of a lane are that lane's runs
     // t*w .. (t+1)*w - 1 of Q, so a window never reaches past its w runs of the lane.
+    // Column j of a row is lane (j mod 4) * 2 + j / 4 (a block's 4 lanes spread by 8 / 4).
     const std::uint64_t c = 8, lane_length = 4000 / c, b = 4;
     for (std::uint64_t p = 0; p < 4000; ++p) {
-      const std::uint64_t run = (p / b) * 4 + (p % b) % 4, lane = run % c, row = run / c;
+      const std::uint64_t run = (p / b) * 4 + (p % b) % 4, column = run % c, row = run / c;
+      const std::uint64_t lane = (column % 4) * 2 + column / 4;
       const std::uint64_t q = s.sequence_position(p);
       const std::uint64_t window_begin = lane * lane_length + (row / w) * w;
       REQUIRE(q >= window_begin);

@@ -53,7 +53,7 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   CHECK(st.ahead == std::vector<distsampler::PositionRange>{{4, 7}, {8, 11}, {12, 15}});
   CHECK(st.consumed_total() == 12);
   CHECK(st.to_text().rfind("distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
-                           "engine=shard-shuffle-streams4-open2-run2-window16/2 layout=0x33ede7b3b73c4b19 epoch=4 "
+                           "engine=shard-shuffle-streams4-open2-run2-window16/3 layout=0x33ede7b3b73c4b19 epoch=4 "
                            "consumed=3 ahead=4-7,8-11,12-15 checksum=0x",
                            0) == 0);
   // At a block boundary of every consumer the state is a plain prefix (no ranges).
@@ -127,11 +127,13 @@ TEST_CASE("stopping points past a stream's end throw config_error", "[shard][pro
 
 TEST_CASE("states are stable across versions: a state written by an earlier release still resumes",
           "[shard][progress]") {
-  // Written by an earlier release (version 1, before the key's fields were explicit): a
-  // change that refuses it breaks every saved shard checkpoint.
+  // Written by an earlier release (version 1, before the key's fields were explicit) for
+  // options whose order the spread lanes leave unchanged (one block per row, m == C): a
+  // change that refuses it breaks every saved shard checkpoint of these options.
+  const auto kept = ShardSamplerOptions().with_canonical_streams(8).with_max_open_shards(8).with_run_length(8);
   const SamplerState old = SamplerState::from_text(
-      "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 fingerprint=0x8c375a225a23acd9");
-  StreamingShardSampler s({100, 50, 0, 70}, World());
+      "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 fingerprint=0x68ee57a5f717993f");
+  StreamingShardSampler s({100, 50, 0, 70}, World(), kept);
   s.resume(old);
   CHECK(s.start() == 3);
   CHECK(s.epoch() == 0);
@@ -139,13 +141,49 @@ TEST_CASE("states are stable across versions: a state written by an earlier rele
   const SamplerState again = s.state(0);
   CHECK(again.written_version() == 3);
   CHECK(again.consumed == 3);
+  // A version-3 state of an earlier release (order version 2) of the same options loads,
+  // and the order is the one it was saved from (epoch 4 began 27 35 75 91 150 158 182 113).
+  const SamplerState v3 = SamplerState::from_text(
+      "distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
+      "engine=shard-shuffle-streams8-open8-run8-window16/2 layout=0x33ede7b3b73c4b19 epoch=4 consumed=3 ahead=64-67 "
+      "checksum=0xa15006122fda61e5");
+  s.resume(v3);
+  const std::vector<std::uint64_t> began{27, 35, 75, 91, 150, 158, 182, 113};
+  for (std::uint64_t p = 0; p < began.size(); ++p) CHECK(s.at_global(p).index == began[p]);
   // Reordered shards, another tail or other options still refuse the old state.
-  StreamingShardSampler reordered({100, 50, 70, 0}, World());
+  StreamingShardSampler reordered({100, 50, 70, 0}, World(), kept);
   CHECK_THROWS_AS(reordered.resume(old), distsampler::state_error);
-  StreamingShardSampler dropping({100, 50, 0, 70}, World(), ShardSamplerOptions().with_tail(Tail::drop));
+  StreamingShardSampler dropping({100, 50, 0, 70}, World(), ShardSamplerOptions(kept).with_tail(Tail::drop));
   CHECK_THROWS_AS(dropping.resume(old), distsampler::state_error);
-  StreamingShardSampler longer_runs({100, 50, 0, 70}, World(), ShardSamplerOptions().with_run_length(4));
+  StreamingShardSampler longer_runs({100, 50, 0, 70}, World(), ShardSamplerOptions(kept).with_run_length(4));
   CHECK_THROWS_AS(longer_runs.resume(old), distsampler::state_error);
+}
+
+TEST_CASE("states of an order the spread lanes changed are refused naming the engine version",
+          "[shard][progress][errors]") {
+  // The earlier default options (64 streams, 8 open, runs of 8) read a block's lanes as
+  // neighbours; version 3 spreads them, so their states describe another order.
+  const auto old_defaults = ShardSamplerOptions().with_canonical_streams(64).with_max_open_shards(8).with_run_length(8);
+  const SamplerState v1 = SamplerState::from_text(
+      "distsampler-state v1 dataset_size=220 seed=0 epoch=0 consumed=3 fingerprint=0x8c375a225a23acd9");
+  StreamingShardSampler s({100, 50, 0, 70}, World(), old_defaults);
+  CHECK_THROWS_WITH(
+      s.resume(v1),
+      "StreamingShardSampler::resume: engine differs (state shard-shuffle-streams64-open8-run8-window16/1, "
+      "sampler shard-shuffle-streams64-open8-run8-window16/3; version 1 and 2 states were written by "
+      "version 1 of their engine, whose order this one does not keep) (version 1 state; state "
+      "fingerprint 0x8c375a225a23acd9, expected 0x8c375a225a23acd9)");
+  const SamplerState v3 = SamplerState::from_text(
+      "distsampler-state v3 sampler=shard dataset_size=220 seed=0 shuffle=true tail=pad "
+      "engine=shard-shuffle-streams4-open2-run2-window16/2 layout=0x33ede7b3b73c4b19 epoch=4 consumed=3 ahead=4-7 "
+      "checksum=0xaaf6cfc2960c3ec8");
+  StreamingShardSampler t({100, 50, 0, 70}, World(),
+                          ShardSamplerOptions().with_canonical_streams(4).with_max_open_shards(2).with_run_length(2));
+  CHECK_THROWS_WITH(t.resume(v3),
+                    "StreamingShardSampler::resume: engine differs (state "
+                    "shard-shuffle-streams4-open2-run2-window16/2, sampler "
+                    "shard-shuffle-streams4-open2-run2-window16/3)");
+  CHECK(t.epoch() == 0);
 }
 
 TEST_CASE("a resume that throws leaves the sampler reading exactly what it read before", "[shard][progress][errors]") {

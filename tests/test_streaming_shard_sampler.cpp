@@ -51,6 +51,8 @@ TEST_CASE("fewer shards than consumers and wildly unequal shards still balance",
     sizes.insert(sizes.begin() + 500, 1000000);
     ShardSamplerOptions o;
     o.seed = 2024;
+    o.max_open_shards = 8;
+    o.run_length = 8;  // runs of 8 keep 8 ranges open at once; the default runs of 1 only one
     const auto ranks = make_ranks(sizes, 4, 2, o, 5);
     check_segment(ranks);
     CHECK(ranks[0].size() == ranks[3].size());
@@ -334,11 +336,11 @@ TEST_CASE("bad configuration throws config_error naming the parameter", "[shards
                     "StreamingShardSampler: run_length is 0 (expected at least 1)");
   CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), with([](auto& o) { o.shuffle_window = 0; })),
                     "StreamingShardSampler: shuffle_window is 0 (expected at least 1)");
-  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), with([](auto& o) { o.max_open_shards = 65; })),
-                    "StreamingShardSampler: max_open_shards 65 exceeds canonical_streams 64 (expected "
+  CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), with([](auto& o) { o.max_open_shards = 513; })),
+                    "StreamingShardSampler: max_open_shards 513 exceeds canonical_streams 512 (expected "
                     "max_open_shards <= canonical_streams)");
   CHECK_THROWS_WITH(StreamingShardSampler(sizes, World(), with([](auto& o) { o.run_length = UINT64_MAX; })),
-                    "StreamingShardSampler: max_open_shards 8 * run_length 18446744073709551615 overflows 64 bits "
+                    "StreamingShardSampler: max_open_shards 64 * run_length 18446744073709551615 overflows 64 bits "
                     "(expected a block size <= 18446744073709551615)");
   StreamingShardSampler s(sizes, World(), ShardSamplerOptions().with_num_workers(2));
   CHECK_THROWS_WITH(s.worker_size(2),

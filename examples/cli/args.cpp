@@ -26,8 +26,8 @@ const std::vector<FlagSpec>& flags() {
       {"--per-rank-seed", "", "seed rank r with seed + r, the classic bug, to see the check fail"},
       {"--shard-sizes", "FILE|LIST", "sample counts of the shards: comma-separated, or a file with one per line"},
       {"--workers", "K", "data-loader workers per rank, at least 1"},
-      {"--max-open-shards", "M", "shards a consumer reads interleaved (default 8, at most 64)"},
-      {"--run-length", "L", "records read in a row from one shard (default 8)"},
+      {"--max-open-shards", "M", "shards a consumer reads interleaved (default 64, at most 512)"},
+      {"--run-length", "L", "records read in a row from one shard (default 1)"},
       {"--window", "W",
        "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
        "                               tokens: samples sorted by length together (default 1048576)"},

@@ -32,18 +32,29 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// After an equal stop inside the full rounds, resumed with the same K, each front is the
 /// rest of the consumer's own block, so every stream continues where it stopped.
 ///
-/// The constructor throws config_error for consumers or block_size 0, or lead >
-/// remaining; members taking a consumer k or slot i do not check them (k < consumers(),
+/// With G `groups` (G divides K; consumer k is in group k mod G, the i = k / G-th of it)
+/// the last, partial round is cut like the full ones: its positions form units of G
+/// blocks, group g owns block g of each whole unit plus a g-th contiguous share of what
+/// is left (fewer than G * b positions), and the group's consumers read equal contiguous
+/// shares of that in order. So a group that reads block g of every unit in the full
+/// rounds also does in the partial one. G = 1 is the plain contiguous share.
+///
+/// The constructor throws config_error for consumers or block_size 0, groups 0 or not
+/// dividing consumers, or lead > remaining; members taking a consumer k or slot i do not check them (k < consumers(),
 /// i < size(k)). Everything is O(1) except consumed(), O(K + ranges). Immutable: const
 /// members may run concurrently.
 class BlockDeal {
  public:
   constexpr BlockDeal() noexcept = default;
   constexpr BlockDeal(std::uint64_t remaining, std::uint64_t lead, std::uint64_t consumers, std::uint64_t block_size,
-                      Tail tail)
-      : kk_(consumers), b_(block_size), tail_(tail) {
+                      Tail tail, std::uint64_t groups = 1)
+      : kk_(consumers), b_(block_size), tail_(tail), groups_(groups) {
     if (consumers == 0) detail::throw_config_error("BlockDeal: consumers is 0 (expected at least 1)");
     if (block_size == 0) detail::throw_config_error("BlockDeal: block_size is 0 (expected at least 1)");
+    if (groups == 0 || consumers % groups != 0) {
+      detail::throw_config_error("BlockDeal: groups " + std::to_string(groups) + " does not divide consumers " +
+                                 std::to_string(consumers) + " (expected a divisor of consumers)");
+    }
     if (lead > remaining) {
       detail::throw_config_error("BlockDeal: lead " + std::to_string(lead) + " exceeds remaining " +
                                  std::to_string(remaining) + " (expected lead <= remaining)");
@@ -55,6 +66,8 @@ class BlockDeal {
     extra_ = r_ % kk_;
     rounds_ = even_ / b_;
     partial_ = even_ - rounds_ * b_;
+    group_whole_ = (kk_ / groups_) * partial_ / b_;
+    group_rest_ = (kk_ / groups_) * partial_ - group_whole_ * b_;
   }
 
   [[nodiscard]] constexpr std::uint64_t consumers() const noexcept { return kk_; }
@@ -66,6 +79,8 @@ class BlockDeal {
   [[nodiscard]] constexpr std::uint64_t rounds() const noexcept { return rounds_; }
   /// Each consumer's share of the last, partial round.
   [[nodiscard]] constexpr std::uint64_t partial() const noexcept { return partial_; }
+  /// G, the consumer groups of the partial round.
+  [[nodiscard]] constexpr std::uint64_t groups() const noexcept { return groups_; }
   /// Leftover positions (fewer than K) after the equal shares: the tail slot's.
   [[nodiscard]] constexpr std::uint64_t extra() const noexcept { return extra_; }
   /// The slot of the tail (read only by some consumers, or padded): F + rounds * b + partial.
@@ -93,7 +108,7 @@ class BlockDeal {
     if (i < rounds_ * b_) {
       x = ((i / b_) * kk_ + k) * b_ + i % b_;
     } else if (i < even_) {
-      x = rounds_ * b_ * kk_ + k * partial_ + (i - rounds_ * b_);
+      x = partial_position(k, i - rounds_ * b_);
     } else if (k < extra_) {
       x = even_ * kk_ + k;
     } else {
@@ -115,7 +130,11 @@ class BlockDeal {
     if (i < front_) return front_;
     const std::uint64_t j = i - front_;
     if (j < rounds_ * b_) return front_ + (j / b_ + 1) * b_;
-    if (j < even_) return front_ + even_;
+    if (j < even_) {
+      const std::uint64_t y = (k / groups_) * partial_ + (j - rounds_ * b_);
+      if (y >= group_whole_ * b_) return front_ + even_;
+      return std::min(front_ + even_, i + (b_ - y % b_));
+    }
     return size(k);
   }
 
@@ -140,9 +159,13 @@ class BlockDeal {
         const std::uint64_t first = base_ + ((f / b_) * kk_ + k) * b_;
         seg.push_back(PositionRange{first, first + f % b_});
       }
-      if (d > rounds_ * b_) {
-        const std::uint64_t first = base_ + rounds_ * b_ * kk_ + k * partial_;
-        seg.push_back(PositionRange{first, first + (std::min(d, even_) - rounds_ * b_)});
+      for (std::uint64_t y = rounds_ * b_; y < std::min(d, even_);) {
+        // Contiguous pieces of the partial share, split where its group's blocks end.
+        const std::uint64_t first = partial_position(k, y - rounds_ * b_);
+        const std::uint64_t end = chunk_end(k, front_ + y) - front_;
+        const std::uint64_t stop = std::min(end, std::min(d, even_));
+        seg.push_back(PositionRange{base_ + first, base_ + first + (stop - y)});
+        y = stop;
       }
       if (d > even_ && k < extra_) seg.push_back(PositionRange{base_ + even_ * kk_ + k, base_ + even_ * kk_ + k + 1});
     }
@@ -161,6 +184,60 @@ class BlockDeal {
   std::uint64_t extra_ = 0;    // r mod K
   std::uint64_t rounds_ = 0;   // full rounds of K blocks
   std::uint64_t partial_ = 0;  // share of the partial round
+  std::uint64_t groups_ = 1;
+  std::uint64_t group_whole_ = 0;  // whole blocks of each group in the partial round
+  std::uint64_t group_rest_ = 0;   // each group's share of the rest of the partial round
+
+  // Offset from base_ of slot y (< partial) of consumer k's partial-round share.
+  [[nodiscard]] constexpr std::uint64_t partial_position(std::uint64_t k, std::uint64_t y) const noexcept {
+    const std::uint64_t g = k % groups_, at = (k / groups_) * partial_ + y, start = rounds_ * b_ * kk_;
+    if (at < group_whole_ * b_) return start + ((at / b_) * groups_ + g) * b_ + at % b_;
+    return start + group_whole_ * groups_ * b_ + g * group_rest_ + (at - group_whole_ * b_);
+  }
+};
+
+/// Which BlockDeal slot each consumer of a job takes, so that the consumers of one node
+/// read neighbouring slots: consumer c = worker * W + rank of a job of W ranks, `per_node`
+/// ranks per node (node = rank / per_node) and any number of workers per rank belongs to
+/// node group g = node mod G for `groups` = G dividing the node count, and takes slot
+/// i * G + g, where i numbers the group's consumers by worker, then node / G, then the rank
+/// within the node (so worker 0 of every rank comes first, as without groups). Block j
+/// of a deal's rounds goes to slot j mod K, so with blocks that are the G parts of a
+/// longer unit, group g reads part g of every unit. With one group the slot is the
+/// consumer itself. A bijection of [0, K), K = W * workers.
+///
+/// The constructor throws config_error unless per_node and groups are at least 1,
+/// per_node divides W and groups divides W / per_node. O(1), immutable.
+class ConsumerSlots {
+ public:
+  constexpr ConsumerSlots() noexcept = default;
+  constexpr ConsumerSlots(std::uint64_t world_size, std::uint64_t per_node, std::uint64_t groups)
+      : w_(world_size), per_node_(per_node), groups_(groups) {
+    if (per_node == 0 || groups == 0 || world_size % per_node != 0 || (world_size / per_node) % groups != 0) {
+      detail::throw_config_error("ConsumerSlots: " + std::to_string(groups) + " groups of nodes of " +
+                                 std::to_string(per_node) + " ranks do not divide world_size " +
+                                 std::to_string(world_size) +
+                                 " (expected per_node dividing world_size and groups dividing the node count)");
+    }
+  }
+
+  /// G, the node groups (1: every consumer's slot is itself).
+  [[nodiscard]] constexpr std::uint64_t groups() const noexcept { return groups_; }
+
+  /// The slot of consumer c (< K; unchecked).
+  [[nodiscard]] constexpr std::uint64_t slot(std::uint64_t c) const noexcept {
+    if (groups_ == 1) return c;
+    const std::uint64_t worker = c / w_, rank = c % w_, node = rank / per_node_;
+    const std::uint64_t i = (worker * (w_ / per_node_ / groups_) + node / groups_) * per_node_ + rank % per_node_;
+    return i * groups_ + node % groups_;
+  }
+
+  friend constexpr bool operator==(const ConsumerSlots& a, const ConsumerSlots& b) noexcept {
+    return a.groups_ == b.groups_ && (a.groups_ == 1 || (a.w_ == b.w_ && a.per_node_ == b.per_node_));
+  }
+
+ private:
+  std::uint64_t w_ = 1, per_node_ = 1, groups_ = 1;
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -32,8 +32,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///     ns runs of L consecutive samples; each lane's runs are permuted within windows of
 ///     w runs (a keyed permutation per lane and window: an exact Fisher-Yates draw for
 ///     w <= 16, a FeistelPermutation above); runs are then taken row-major (the first run
-///     of every lane, then the second, ...) and each group of m consecutive runs forms a
-///     block of m * L samples, read round-robin across its m runs;
+///     of every lane, then the second, ...; within a row the lanes come in the order of
+///     spread_lane, so a block's lanes are spread evenly over Q) and each group of m
+///     consecutive runs forms a block of m * L samples, read round-robin across its m runs;
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
 /// Unshuffled: Q is the shards in order from offset 0, and no window applies.
 ///
@@ -80,6 +81,23 @@ class ShardEpochOrder {
   [[nodiscard]] std::uint64_t block_size() const noexcept { return options_.block_size(); }
   /// shard_order()[j] is the shard read j-th in Q.
   [[nodiscard]] const std::vector<std::uint64_t>& shard_order() const noexcept { return order_; }
+
+  /// The lane read in column `column` (< c) of a row: columns are ordered by (column mod
+  /// m, column / m), so the m consecutive columns of a block are lanes spread evenly over
+  /// the shard sequence (j, j + c/m, j + 2c/m, ... when m divides c). A bijection of [0, c);
+  /// the identity when m is 1 or c. O(1).
+  [[nodiscard]] static constexpr std::uint64_t spread_lane(std::uint64_t column, std::uint64_t c,
+                                                           std::uint64_t m) noexcept {
+    const std::uint64_t residue = column % m;
+    return residue * (c / m) + std::min(residue, c % m) + column / m;
+  }
+
+  /// The version of the order these options give, as saved states record it: 3 when
+  /// spreading a block's lanes changed it (1 < m < C), else 2, the order of version 2
+  /// (contiguous lanes), which the spread leaves unchanged there, so its states still load.
+  [[nodiscard]] static constexpr std::uint32_t format_version(const ShardSamplerOptions& options) noexcept {
+    return options.max_open_shards > 1 && options.max_open_shards < options.canonical_streams ? 3u : 2u;
+  }
 
   /// The sample at position p (< N) of G. O(log shards).
   [[nodiscard]] ShardSample at(std::uint64_t p) const noexcept { return at_sequence(sequence_position(p)); }
@@ -141,9 +159,9 @@ class ShardEpochOrder {
   }
 
  private:
-  // The Q position where run `run` (row-major over lanes) starts.
+  // The Q position where run `run` (row-major over the C columns of a row) starts.
   [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
-    const std::uint64_t c = options_.canonical_streams, lane = run % c;
+    const std::uint64_t c = options_.canonical_streams, lane = spread_lane(run % c, c, options_.max_open_shards);
     return lane * lane_length_ + window_row(lane, run / c) * options_.run_length;
   }
 

@@ -22,7 +22,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///    streams ("lanes", MosaicML's canonical nodes); the global order takes runs from
 ///    them in turn, so at any moment the whole job reads near C places of the dataset.
 ///  - `max_open_shards` (m): a consumer interleaves m runs at a time, so it never has
-///    more than m shard ranges open at once; more runs mix more shards per batch.
+///    more than m shard ranges open at once; more runs mix more shards per batch. A
+///    block's m runs come from m lanes spread evenly over the shard sequence (lanes j,
+///    j + C/m, j + 2C/m, ... when m divides C), so a block samples the whole dataset.
 ///  - `run_length` (L): consecutive samples read from one run (one place of one shard).
 ///    `block_size() = m * L` is the unit of locality and of the read plan.
 ///  - `shuffle_window` (w): each lane reads its runs in a random order within consecutive
@@ -33,14 +35,17 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///  - `num_workers`: loader workers per rank; each (rank, worker) is one consumer with
 ///    its own stream. It may differ between runs (a state resumes on any count).
 ///
-/// Defaults: shuffled, seed 0, Tail::pad, 64 streams, 8 open shards, runs of 8 (blocks of
-/// 64 samples), windows of 16 runs (128 samples per lane), 1 worker. Not an aggregate, so
+/// Defaults: shuffled, seed 0, Tail::pad, 512 streams, 64 open shards, runs of 1 (blocks of
+/// 64 samples, one from each of 64 lanes spread over the whole shard sequence), windows of
+/// 16 runs, 1 worker: batches mix like a full shuffle (docs/SHARDS.md has the numbers) while
+/// a consumer keeps about 64 shards open. For sequential-only readers raise run_length (8:
+/// blocks of 8 runs of 8 with max_open_shards 8) and accept less mixed micro-batches. Not an aggregate, so
 /// positional `{true, 42}` does not compile. Setters are constexpr and noexcept; the
 /// values are checked where they are used (detail::validate_shard_options).
 struct ShardSamplerOptions : OrderOptions<ShardSamplerOptions> {
-  std::uint64_t canonical_streams = 64;
-  std::uint64_t max_open_shards = 8;
-  std::uint64_t run_length = 8;
+  std::uint64_t canonical_streams = 512;
+  std::uint64_t max_open_shards = 64;
+  std::uint64_t run_length = 1;
   std::uint64_t shuffle_window = 16;
   std::uint64_t num_workers = 1;
 

@@ -57,7 +57,8 @@ class ShardStateKey {
         size_(order.size()),
         seed_(order.options().seed),
         tail_(order.options().tail),
-        layout_(order.catalog().layout_hash()) {}
+        layout_(order.catalog().layout_hash()),
+        version_(ShardEpochOrder::format_version(order.options())) {}
 
   [[nodiscard]] StateKey get() const noexcept {
     StateKey k;
@@ -67,12 +68,13 @@ class ShardStateKey {
     k.shuffle = true;
     k.tail = tail_;
     k.engine = engine_;
-    k.engine_version = 2;
+    k.engine_version = version_;
     k.layout = layout_;
     k.layout_name = "shard sizes";
     k.accepts_ahead = true;
     k.legacy_engine = legacy_;
-    k.legacy_order = true;  // "shard-v2" was this order's name before states recorded versions
+    // "shard-v2" was this order's name before states recorded versions; version 3 orders differ.
+    k.legacy_order = version_ == 2;
     return k;
   }
 
@@ -81,6 +83,7 @@ class ShardStateKey {
   std::uint64_t size_, seed_;
   Tail tail_;
   std::uint64_t layout_;
+  std::uint32_t version_;
 };
 
 /// Per-consumer counts when every consumer read `samples_done` (a shorter stream: all of
@@ -145,7 +148,7 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
 /// mapped to G and joined with what was consumed before the segment, stored as a prefix
 /// plus ranges ahead. O(consumers + ranges log ranges).
 [[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
-  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.deal().consumed(done));
+  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.consumed(done));
   SamplerState s;
   s.dataset_size = walk.order().size();
   s.seed = walk.order().options().seed;

@@ -45,10 +45,16 @@ struct ShardRange {
 /// concurrently.
 class ShardWalk {
  public:
-  ShardWalk(ShardEpochOrder order, RemainingSegment segment, std::uint64_t consumers, Tail tail)
+  /// Deals the segment in blocks of `block_size` (0: the order's block_size()), consumer k
+  /// taking slot slots.slot(k) of the deal, whose partial round is cut in slots.groups()
+  /// groups (BlockDeal).
+  ShardWalk(ShardEpochOrder order, RemainingSegment segment, std::uint64_t consumers, Tail tail,
+            ConsumerSlots slots = {}, std::uint64_t block_size = 0)
       : order_(std::move(order)),
         segment_(std::move(segment)),
-        deal_(segment_.size(), segment_.lead(), consumers, order_.block_size(), tail) {}
+        deal_(segment_.size(), segment_.lead(), consumers, block_size == 0 ? order_.block_size() : block_size, tail,
+              slots.groups()),
+        slots_(slots) {}
 
   [[nodiscard]] const ShardEpochOrder& order() const noexcept { return order_; }
   [[nodiscard]] const RemainingSegment& segment() const noexcept { return segment_; }
@@ -56,17 +62,34 @@ class ShardWalk {
   [[nodiscard]] const ShardCatalog& catalog() const noexcept { return order_.catalog(); }
   [[nodiscard]] std::uint64_t epoch() const noexcept { return order_.epoch(); }
   [[nodiscard]] std::uint64_t consumers() const noexcept { return deal_.consumers(); }
+  /// The deal slot of consumer k: every member taking a consumer reads that slot.
+  [[nodiscard]] std::uint64_t slot(std::uint64_t k) const noexcept { return slots_.slot(k); }
+  [[nodiscard]] const ConsumerSlots& slots() const noexcept { return slots_; }
+  /// The segment position of slot i of consumer k.
+  [[nodiscard]] std::uint64_t segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
+    return deal_.position(slot(k), i);
+  }
+  /// True when slot i of consumer k is a flagged padding duplicate.
+  [[nodiscard]] bool is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
+    return deal_.is_padding(slot(k), i);
+  }
+  /// The segment positions consumed once consumer k read done[k] slots (see BlockDeal::consumed).
+  [[nodiscard]] std::vector<PositionRange> consumed(const std::vector<std::uint64_t>& done) const {
+    std::vector<std::uint64_t> by_slot(done.size());
+    for (std::size_t k = 0; k < done.size(); ++k) by_slot[static_cast<std::size_t>(slot(k))] = done[k];
+    return deal_.consumed(by_slot);
+  }
 
   /// Slots consumer k reads.
-  [[nodiscard]] std::uint64_t size(std::uint64_t k) const noexcept { return deal_.size(k); }
+  [[nodiscard]] std::uint64_t size(std::uint64_t k) const noexcept { return deal_.size(slot(k)); }
   /// The G position of slot i of consumer k.
   [[nodiscard]] std::uint64_t epoch_position(std::uint64_t k, std::uint64_t i) const noexcept {
-    return segment_.epoch_position(deal_.position(k, i));
+    return segment_.epoch_position(deal_.position(slot(k), i));
   }
   /// Slot i of consumer k as a ShardSample (padding flagged).
   [[nodiscard]] ShardSample sample(std::uint64_t k, std::uint64_t i) const noexcept {
     ShardSample s = order_.at(epoch_position(k, i));
-    s.is_padding = deal_.is_padding(k, i);
+    s.is_padding = deal_.is_padding(slot(k), i);
     return s;
   }
 
@@ -76,13 +99,14 @@ class ShardWalk {
   /// run by run, not in first-read order.
   template <class Sink>
   void visit_ranges(std::uint64_t k, std::uint64_t first, std::uint64_t last, Sink&& sink) const {
+    const std::uint64_t d = slot(k);
     std::uint64_t i = first;
     while (i < last) {
-      const std::uint64_t chunk_end = std::min(last, deal_.chunk_end(k, i));
-      std::uint64_t slot = i;
-      segment_.for_each_piece(deal_.position(k, i), chunk_end - i, [&](std::uint64_t g, std::uint64_t piece) {
-        order_.visit(g, g + piece, slot, sink);
-        slot += piece;
+      const std::uint64_t chunk_end = std::min(last, deal_.chunk_end(d, i));
+      std::uint64_t at = i;
+      segment_.for_each_piece(deal_.position(d, i), chunk_end - i, [&](std::uint64_t g, std::uint64_t piece) {
+        order_.visit(g, g + piece, at, sink);
+        at += piece;
       });
       i = chunk_end;
     }
@@ -92,18 +116,18 @@ class ShardWalk {
   /// batched form of sample(), identical results, each run walked once.
   void fill(std::uint64_t k, std::uint64_t first, std::uint64_t count, ShardSample* out) const noexcept {
     const ShardCatalog& cat = catalog();
-    visit_ranges(
-        k, first, first + count,
-        [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot, std::uint64_t stride) {
-          const std::uint64_t base = cat.shard_offset(shard);
-          ShardSample* at = out + (slot - first);
-          for (std::uint64_t t = 0; t < length; ++t, at += stride) {
-            *at = ShardSample{shard, begin + t, base + begin + t, false};
-          }
-        });
+    visit_ranges(k, first, first + count,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                     std::uint64_t stride) {
+                   const std::uint64_t base = cat.shard_offset(shard);
+                   ShardSample* at = out + (first_slot - first);
+                   for (std::uint64_t t = 0; t < length; ++t, at += stride) {
+                     *at = ShardSample{shard, begin + t, base + begin + t, false};
+                   }
+                 });
     // Only the tail slot can be padding.
     const std::uint64_t tail_slot = deal_.tail_slot();
-    if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(k, tail_slot)) {
+    if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(slot(k), tail_slot)) {
       out[tail_slot - first].is_padding = true;
     }
   }
@@ -126,12 +150,51 @@ class ShardWalk {
   [[nodiscard]] std::vector<ShardRange> read_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last) const {
     std::vector<ShardRange> out;
     visit_ranges(k, first, last,
-                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t slot,
+                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
                      std::uint64_t /*stride*/) {
-                   out.push_back(ShardRange{shard, begin, begin + length, slot});
+                   out.push_back(ShardRange{shard, begin, begin + length, first_slot});
                  });
     // Blocks occupy consecutive slots, so sorting by first slot orders each block's
     // interleaved ranges by first read and keeps blocks in order.
+    std::sort(out.begin(), out.end(),
+              [](const ShardRange& x, const ShardRange& y) { return x.first_sample < y.first_sample; });
+    return out;
+  }
+
+  /// The records consumer k reads in its slots [first, last), merged per shard into the
+  /// fewest ranges: ranges of one shard that touch, or leave at most `max_gap` records
+  /// between them, become one (so a range may cover up to max_gap unread records per gap).
+  /// Ordered by first_sample, the first slot reading from the range. O(p log p) for the p
+  /// pieces read_plan would list.
+  [[nodiscard]] std::vector<ShardRange> merged_plan(std::uint64_t k, std::uint64_t first, std::uint64_t last,
+                                                    std::uint64_t max_gap) const {
+    return merged_plan(std::vector<std::uint64_t>{k}, first, last, max_gap);
+  }
+  /// merged_plan over the slots [first, min(last, size(k))) of every consumer k in
+  /// `consumers`: what they read together (first_sample is the earliest slot of any).
+  [[nodiscard]] std::vector<ShardRange> merged_plan(const std::vector<std::uint64_t>& consumers, std::uint64_t first,
+                                                    std::uint64_t last, std::uint64_t max_gap) const {
+    std::vector<ShardRange> pieces;
+    for (const std::uint64_t k : consumers) {
+      if (first >= std::min(last, size(k))) continue;
+      visit_ranges(k, first, std::min(last, size(k)),
+                   [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                       std::uint64_t /*stride*/) {
+                     pieces.push_back(ShardRange{shard, begin, begin + length, first_slot});
+                   });
+    }
+    std::sort(pieces.begin(), pieces.end(), [](const ShardRange& x, const ShardRange& y) {
+      return x.shard != y.shard ? x.shard < y.shard : x.begin < y.begin;
+    });
+    std::vector<ShardRange> out;
+    for (const ShardRange& r : pieces) {
+      if (!out.empty() && out.back().shard == r.shard && r.begin - std::min(r.begin, out.back().end) <= max_gap) {
+        out.back().end = std::max(out.back().end, r.end);
+        out.back().first_sample = std::min(out.back().first_sample, r.first_sample);
+      } else {
+        out.push_back(r);
+      }
+    }
     std::sort(out.begin(), out.end(),
               [](const ShardRange& x, const ShardRange& y) { return x.first_sample < y.first_sample; });
     return out;
@@ -141,6 +204,7 @@ class ShardWalk {
   ShardEpochOrder order_;
   RemainingSegment segment_;
   BlockDeal deal_;
+  ConsumerSlots slots_;
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -43,6 +43,16 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// world size and worker count after an equal stop inside the full rounds, every stream
 /// continues sample for sample where it stopped.
 ///
+/// Node-aware reading: when World's local_world_size (> 1) divides world_size, runs are
+/// of 1 and max_open_shards divides canonical_streams, the N = world_size /
+/// local_world_size nodes form G = gcd(N, max_open_shards) node groups (node_groups()); group
+/// g reads only part g of every block of G, a contiguous 1/G of the lanes, so the ranks of
+/// one node read shards other groups do not (about 1.0x the dataset per epoch summed over
+/// nodes instead of about Nx). Consumers are then dealt blocks of block_size() =
+/// max_open_shards / G samples. Ranks must be numbered node by node (rank = node *
+/// local_world_size + local_rank). The global order does not change, so states resume on
+/// any world and node shape. docs/SHARDS.md has the measured multiples and the limits.
+///
 /// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
 /// minus R mod K dropped positions); every consumer has the same count (uneven: counts
 /// differ by at most one, and ranks by at most one); a consumer has at most
@@ -70,6 +80,7 @@ class StreamingShardSampler {
   StreamingShardSampler(std::vector<std::uint64_t> shard_sizes, World world, ShardSamplerOptions options = {})
       : world_(validated(world, options)),
         options_(options),
+        slots_(node_slots(world_, options_)),
         catalog_(std::make_shared<const ShardCatalog>(std::move(shard_sizes), "StreamingShardSampler")),
         walk_(fresh(0)) {}
 
@@ -99,8 +110,9 @@ class StreamingShardSampler {
     const detail::ShardStateKey key(walk_->order());
     state.validate(key.get(), "StreamingShardSampler::resume");
     ShardEpochOrder order(catalog_, options_, state.epoch);
-    RemainingSegment segment = RemainingSegment::after(state, options_.block_size());
-    walk_ = std::make_shared<const ShardWalk>(std::move(order), std::move(segment), consumers(), options_.tail);
+    RemainingSegment segment = RemainingSegment::after(state, block_size());
+    walk_ = std::make_shared<const ShardWalk>(std::move(order), std::move(segment), consumers(), options_.tail, slots_,
+                                              block_size());
   }
 
   /// The state after every consumer of this segment has read the first `samples_done`
@@ -145,8 +157,13 @@ class StreamingShardSampler {
   [[nodiscard]] const ShardSamplerOptions& options() const noexcept { return options_; }
   /// K = world_size * num_workers.
   [[nodiscard]] std::uint64_t consumers() const noexcept { return world_.world_size * options_.num_workers; }
-  /// max_open_shards * run_length: the unit of locality (a state saved at block boundaries is a plain prefix).
-  [[nodiscard]] std::uint64_t block_size() const noexcept { return options_.block_size(); }
+  /// The consumers' unit of reading (a state saved at block boundaries is a plain prefix):
+  /// max_open_shards * run_length, divided by node_groups() (each node group reads its
+  /// part of every block of the order).
+  [[nodiscard]] std::uint64_t block_size() const noexcept { return options_.block_size() / slots_.groups(); }
+  /// Node groups whose ranks read disjoint lanes of the order (1: node-aware reading is
+  /// off). See the class comment.
+  [[nodiscard]] std::uint64_t node_groups() const noexcept { return slots_.groups(); }
   /// The bound on shard ranges a consumer has open at once (reading interleaved).
   [[nodiscard]] std::uint64_t max_open_shards() const noexcept { return options_.max_open_shards; }
   /// The current segment, shared and immutable (what stream() iterators hold).
@@ -191,13 +208,13 @@ class StreamingShardSampler {
   /// The segment position (in [0, remaining)) of slot i of consumer k: the index into V,
   /// this segment's remaining positions of G. O(1); unchecked.
   [[nodiscard]] std::uint64_t consumer_segment_position(std::uint64_t k, std::uint64_t i) const noexcept {
-    return walk_->deal().position(k, i);
+    return walk_->segment_position(k, i);
   }
   /// Samples consumer k reads (see worker_size). O(1); unchecked.
   [[nodiscard]] std::uint64_t consumer_size(std::uint64_t k) const noexcept { return walk_->size(k); }
   /// True when slot i of consumer k is a flagged padding duplicate.
   [[nodiscard]] bool consumer_is_padding(std::uint64_t k, std::uint64_t i) const noexcept {
-    return walk_->deal().is_padding(k, i);
+    return walk_->is_padding(k, i);
   }
   /// Slot i of consumer k as a ShardSample. O(log shards); unchecked.
   [[nodiscard]] ShardSample consumer_sample(std::uint64_t k, std::uint64_t i) const { return walk_->sample(k, i); }
@@ -221,6 +238,37 @@ class StreamingShardSampler {
     const std::uint64_t k = consumer(worker), size = consumer_size(k);
     if (first >= size) return {};
     return walk_->read_plan(k, first, size - first < count ? size : first + count);
+  }
+
+  /// What `worker` reads in its slots [first, first + count) (clipped to its size) as the
+  /// fewest ranges per shard: its records of each shard merged into maximal ranges of
+  /// consecutive offsets, and ranges at most `max_gap` records apart joined (a loader then
+  /// also reads the up to max_gap records between them). Ordered by the first slot that
+  /// reads from each range. The read to issue before serving a window of a stream: with
+  /// the defaults a window of 1024 slots is about 64 ranges at max_gap 16. Throws
+  /// config_error for a bad worker. O(p log p) for the p ranges read_plan lists.
+  [[nodiscard]] std::vector<ShardRange> prefetch_plan(std::uint64_t worker, std::uint64_t first, std::uint64_t count,
+                                                      std::uint64_t max_gap = 0) const {
+    const std::uint64_t k = consumer(worker), size = consumer_size(k);
+    if (first >= size) return {};
+    return walk_->merged_plan(k, first, size - first < count ? size : first + count, max_gap);
+  }
+
+  /// prefetch_plan for the whole node of this rank: what every worker of every rank on it
+  /// (ranks node * local_world_size .. + local_world_size - 1; this rank alone when
+  /// local_world_size is 1) reads in its slots [first, first + count), merged per shard.
+  /// Consumers sharing a lane take alternate records of it, so together they read it in
+  /// long runs: the read to issue into a node-local cache. O(p log p) for the p pieces.
+  [[nodiscard]] std::vector<ShardRange> node_prefetch_plan(std::uint64_t first, std::uint64_t count,
+                                                           std::uint64_t max_gap = 0) const {
+    const std::uint64_t per_node = world_.world_size % world_.local_world_size == 0 ? world_.local_world_size : 1;
+    const std::uint64_t node_first = world_.rank - world_.rank % per_node;
+    std::vector<std::uint64_t> ks;
+    for (std::uint64_t w = 0; w < options_.num_workers; ++w) {
+      for (std::uint64_t r = node_first; r < node_first + per_node; ++r) ks.push_back(w * world_.world_size + r);
+    }
+    const std::uint64_t last = count > UINT64_MAX - first ? UINT64_MAX : first + count;
+    return walk_->merged_plan(ks, first, last, max_gap);
   }
 
   /// Calls f(sample) for `worker`'s slots [first, first + count) in order (count clipped
@@ -266,13 +314,33 @@ class StreamingShardSampler {
     return world;
   }
 
+  // Node-aware reading: with N = world_size / local_world_size nodes (local_world_size > 1
+  // dividing world_size; ranks numbered node by node), runs of 1 and max_open_shards m
+  // dividing canonical_streams, G = gcd(N, m) node groups each read one m / G part of every
+  // block: the parts hold contiguous ranges of lanes, so a group reads 1/G of the shard
+  // sequence. A function of world_size, local_world_size and the options only, the same on
+  // every rank.
+  [[nodiscard]] static ConsumerSlots node_slots(const World& world, const ShardSamplerOptions& o) {
+    const std::uint64_t per_node = world.local_world_size;
+    if (per_node <= 1 || world.world_size % per_node != 0 || o.run_length != 1 ||
+        o.canonical_streams % o.max_open_shards != 0) {
+      return ConsumerSlots();
+    }
+    std::uint64_t a = world.world_size / per_node, b = o.max_open_shards;
+    while (b != 0) a = std::exchange(b, a % b);
+    if (a == 1) return ConsumerSlots();
+    return ConsumerSlots(world.world_size, per_node, a);
+  }
+
   [[nodiscard]] std::shared_ptr<const ShardWalk> fresh(std::uint64_t epoch) const {
     return std::make_shared<const ShardWalk>(ShardEpochOrder(catalog_, options_, epoch),
-                                             RemainingSegment(catalog_->total()), consumers(), options_.tail);
+                                             RemainingSegment(catalog_->total()), consumers(), options_.tail, slots_,
+                                             block_size());
   }
 
   World world_;
   ShardSamplerOptions options_;
+  ConsumerSlots slots_;
   std::shared_ptr<const ShardCatalog> catalog_;
   std::shared_ptr<const ShardWalk> walk_;  // replaced whole, never modified
 };
