@@ -21,7 +21,8 @@ namespace {
 // The setting of docs/SHARDS.md: 8 ranks x 2 workers, micro-batches of 64 from one worker
 // stream, a rank's j-th micro-batch from worker j mod 2 (a DataLoader taking its workers in
 // turn), global batch j = the j-th micro-batch of every rank.
-constexpr std::uint64_t ranks = 8, workers = 2, micro = 64, consumers = ranks * workers;
+constexpr std::uint64_t setting_ranks = 8, setting_workers = 2, setting_micro = 64,
+                        setting_consumers = setting_ranks * setting_workers;
 
 // A class-sorted layout: shard s holds only class shard_class[s]; classes appear in shard order.
 struct SortedLayout {
@@ -37,9 +38,9 @@ SortedLayout sorted_layout(std::string name, std::vector<std::uint64_t> sizes) {
   return l;
 }
 
-// Mean TV distance of batch class histograms from the dataset's class mix: micro-batches
+// Mean TV distance of batch class histograms from the dataset's class mix: setting_micro-batches
 // (per consumer) and global batches; batches[j][r] lists the shards of rank r's j-th
-// micro-batch.
+// setting_micro-batch.
 struct Mixing {
   double micro_tv = 0, global_tv = 0;
 };
@@ -63,24 +64,24 @@ Mixing mixing(const SortedLayout& l, const std::vector<std::vector<std::vector<s
     for (const auto& shards : step) {
       std::vector<double> h(mix.size(), 0);
       for (const std::uint64_t s : shards) h[static_cast<std::size_t>(l.shard_class[static_cast<std::size_t>(s)])] += 1;
-      out.micro_tv += tv(h, static_cast<double>(micro));
+      out.micro_tv += tv(h, static_cast<double>(setting_micro));
       for (std::size_t c = 0; c < h.size(); ++c) all[c] += h[c];
     }
-    out.global_tv += tv(all, static_cast<double>(micro * ranks));
+    out.global_tv += tv(all, static_cast<double>(setting_micro * setting_ranks));
   }
-  out.micro_tv /= static_cast<double>(batches.size() * ranks);
+  out.micro_tv /= static_cast<double>(batches.size() * setting_ranks);
   out.global_tv /= static_cast<double>(batches.size());
   return out;
 }
 
 // The first `steps` global batches of a full shuffle of the layout (Fisher-Yates with the
-// library's unbiased draws), dealt micro-batch by micro-batch.
+// library's unbiased draws), dealt setting_micro-batch by setting_micro-batch.
 std::vector<std::vector<std::vector<std::uint64_t>>> full_shuffle_batches(const SortedLayout& l, std::uint64_t steps) {
   std::vector<std::uint64_t> shard_of;
   for (std::size_t s = 0; s < l.sizes.size(); ++s)
     shard_of.insert(shard_of.end(), static_cast<std::size_t>(l.sizes[s]), s);
   distsampler::detail::SplitMix64 rng(99);
-  const std::uint64_t n = shard_of.size(), need = steps * ranks * micro;
+  const std::uint64_t n = shard_of.size(), need = steps * setting_ranks * setting_micro;
   // A partial Fisher-Yates: the first `need` draws of a uniform permutation.
   for (std::uint64_t i = 0; i < need; ++i) {
     const std::uint64_t j = i + distsampler::detail::bounded_draw(rng, n - i);
@@ -89,9 +90,9 @@ std::vector<std::vector<std::vector<std::uint64_t>>> full_shuffle_batches(const 
   std::vector<std::vector<std::vector<std::uint64_t>>> batches(static_cast<std::size_t>(steps));
   std::uint64_t at = 0;
   for (auto& step : batches) {
-    for (std::uint64_t r = 0; r < ranks; ++r, at += micro) {
+    for (std::uint64_t r = 0; r < setting_ranks; ++r, at += setting_micro) {
       step.emplace_back(shard_of.begin() + static_cast<std::ptrdiff_t>(at),
-                        shard_of.begin() + static_cast<std::ptrdiff_t>(at + micro));
+                        shard_of.begin() + static_cast<std::ptrdiff_t>(at + setting_micro));
     }
   }
   return batches;
@@ -104,25 +105,26 @@ struct Measured {
 
 // Reads the first `steps` global batches from samplers with `options` and measures them.
 Measured measure(const SortedLayout& l, const ShardSamplerOptions& options, std::uint64_t steps) {
-  const std::uint64_t per_worker = (steps + workers - 1) / workers * micro;
-  std::vector<std::vector<std::uint64_t>> streams;  // consumer c = worker * ranks + rank
-  streams.resize(static_cast<std::size_t>(consumers));
-  for (std::uint64_t r = 0; r < ranks; ++r) {
-    StreamingShardSampler s(l.sizes, World(r, ranks), ShardSamplerOptions(options).with_num_workers(workers));
+  const std::uint64_t per_worker = (steps + setting_workers - 1) / setting_workers * setting_micro;
+  std::vector<std::vector<std::uint64_t>> streams;  // consumer c = worker * setting_ranks + rank
+  streams.resize(static_cast<std::size_t>(setting_consumers));
+  for (std::uint64_t r = 0; r < setting_ranks; ++r) {
+    StreamingShardSampler s(l.sizes, World(r, setting_ranks),
+                            ShardSamplerOptions(options).with_num_workers(setting_workers));
     s.set_epoch(1);
-    for (std::uint64_t w = 0; w < workers; ++w) {
+    for (std::uint64_t w = 0; w < setting_workers; ++w) {
       REQUIRE(s.worker_size(w) >= per_worker);
-      auto& v = streams[static_cast<std::size_t>(w * ranks + r)];
+      auto& v = streams[static_cast<std::size_t>(w * setting_ranks + r)];
       s.for_each(
           w, [&](const ShardSample& x) { v.push_back(x.shard); }, 0, per_worker);
     }
   }
   std::vector<std::vector<std::vector<std::uint64_t>>> batches(static_cast<std::size_t>(steps));
   for (std::uint64_t j = 0; j < steps; ++j) {
-    for (std::uint64_t r = 0; r < ranks; ++r) {
-      const auto& v = streams[static_cast<std::size_t>((j % workers) * ranks + r)];
-      const auto first = static_cast<std::ptrdiff_t>((j / workers) * micro);
-      batches[static_cast<std::size_t>(j)].emplace_back(v.begin() + first, v.begin() + first + micro);
+    for (std::uint64_t r = 0; r < setting_ranks; ++r) {
+      const auto& v = streams[static_cast<std::size_t>((j % setting_workers) * setting_ranks + r)];
+      const auto first = static_cast<std::ptrdiff_t>((j / setting_workers) * setting_micro);
+      batches[static_cast<std::size_t>(j)].emplace_back(v.begin() + first, v.begin() + first + setting_micro);
     }
   }
   Measured m;

@@ -23,12 +23,12 @@ std::vector<ShardSample> read_all(const StreamingShardSampler& s, std::uint64_t 
   return out;
 }
 
-const std::vector<std::uint64_t> sizes{300, 0, 41, 129, 7};  // 477 samples
+const std::vector<std::uint64_t> stream_sizes{300, 0, 41, 129, 7};  // 477 samples
 
 }  // namespace
 
 TEST_CASE("a stream iterator kept across set_epoch finishes the epoch it started", "[shard][stream]") {
-  StreamingShardSampler s(sizes, World(1, 2));
+  StreamingShardSampler s(stream_sizes, World(1, 2));
   const auto epoch0 = read_all(s, 0);
   const auto stream = s.stream(0);
   auto it = stream.begin();
@@ -52,7 +52,7 @@ TEST_CASE("a stream iterator kept across set_epoch finishes the epoch it started
 }
 
 TEST_CASE("a stream iterator kept across resume stops at the end of its segment", "[shard][stream]") {
-  StreamingShardSampler s(sizes, World(0, 2), ShardSamplerOptions().with_num_workers(2));
+  StreamingShardSampler s(stream_sizes, World(0, 2), ShardSamplerOptions().with_num_workers(2));
   s.set_epoch(4);
   const auto before = read_all(s, 1);
   const auto stream = s.stream(1);
@@ -75,7 +75,7 @@ TEST_CASE("a stream iterator kept across resume stops at the end of its segment"
 
 TEST_CASE("a stream outlives its sampler and copies of it read the same", "[shard][stream]") {
   std::vector<ShardSample> expected;
-  std::unique_ptr<StreamingShardSampler> s = std::make_unique<StreamingShardSampler>(sizes, World(2, 3));
+  std::unique_ptr<StreamingShardSampler> s = std::make_unique<StreamingShardSampler>(stream_sizes, World(2, 3));
   s->set_epoch(2);
   expected = read_all(*s, 0);
   const auto stream = s->stream(0);
@@ -90,7 +90,7 @@ TEST_CASE("a stream outlives its sampler and copies of it read the same", "[shar
 }
 
 TEST_CASE("iterator equality: positions within a stream, every end equal to every end", "[shard][stream]") {
-  const StreamingShardSampler s(sizes, World());
+  const StreamingShardSampler s(stream_sizes, World());
   const auto stream = s.stream(0);
   auto a = stream.begin(), b = stream.begin();
   CHECK(a == b);
@@ -108,7 +108,7 @@ TEST_CASE("iterator equality: positions within a stream, every end equal to ever
 }
 
 TEST_CASE("moved-from samplers, streams and iterators stay valid and unchanged", "[shard][stream]") {
-  StreamingShardSampler s(sizes, World(1, 2), ShardSamplerOptions().with_num_workers(2));
+  StreamingShardSampler s(stream_sizes, World(1, 2), ShardSamplerOptions().with_num_workers(2));
   s.set_epoch(3);
   const auto expected = read_all(s, 1);
   StreamingShardSampler moved(std::move(s));
