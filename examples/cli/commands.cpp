@@ -124,6 +124,26 @@ std::optional<ds::SamplerState> resume_flag(const Invocation& in) {
   return state;
 }
 
+// Prints rank r's first n steps, a line each: "step S rank R: [a b ...] [...]", one [...] per
+// micro-batch, each element written by element(line, step, k, e, value).
+template <class Sampler, class Element>
+void print_steps(Output& out, const Sampler& s, std::uint64_t n, std::uint64_t r, const Element& element) {
+  for (std::uint64_t step = 0; step < n; ++step) {
+    auto& line = out.buffer();
+    fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
+    for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+      line += " [";
+      const auto batch = s.micro_batch(step, k);
+      for (std::size_t e = 0; e < batch.size(); ++e) {
+        if (e != 0) line += ' ';
+        element(line, step, k, static_cast<std::uint64_t>(e), batch[e]);
+      }
+      line += "]";
+    }
+    out.end_line();
+  }
+}
+
 int run_indices(const Invocation& in) {
   const OrderFlags o = order_flags(in, ds::Tail::pad);
   const std::uint64_t rank = *rank_flag(in, o.world_size);
@@ -303,20 +323,10 @@ int run_batches(const Invocation& in) {
                        s.start(), s.epoch());
         out.end_line();
       }
-      for (std::uint64_t step = 0; step < n; ++step) {
-        auto& line = out.buffer();
-        fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
-        for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
-          line += " [";
-          const auto batch = s.micro_batch(step, k);
-          for (std::size_t e = 0; e < batch.size(); ++e) {
-            fmt::format_to(std::back_inserter(line), "{}{}{}", e ? " " : "", batch[e],
-                           s.is_padding(step, k, e) ? "*" : "");
-          }
-          line += "]";
-        }
-        out.end_line();
-      }
+      print_steps(out, s, n, r, [&](std::string& line, std::uint64_t step, std::uint64_t k, std::uint64_t e,
+                                    std::uint64_t index) {
+        fmt::format_to(std::back_inserter(line), "{}{}", index, s.is_padding(step, k, e) ? "*" : "");
+      });
     });
   }
   out.flush();
@@ -406,19 +416,10 @@ int run_mix(const Invocation& in) {
     const std::uint64_t lo = rank.value_or(0), hi = rank ? lo + 1 : f.world_size;
     for (std::uint64_t r = lo; r < hi; ++r) {
       const ds::MixtureSampler s = r == first.rank() ? first : make_mixture(f, r);
-      for (std::uint64_t step = 0; step < n; ++step) {
-        auto& line = out.buffer();
-        fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
-        for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
-          line += " [";
-          const auto batch = s.micro_batch(step, k);
-          for (std::size_t e = 0; e < batch.size(); ++e) {
-            fmt::format_to(std::back_inserter(line), "{}{}:{}", e ? " " : "", batch[e].source, batch[e].index);
-          }
-          line += "]";
-        }
-        out.end_line();
-      }
+      print_steps(out, s, n, r, [](std::string& line, std::uint64_t, std::uint64_t, std::uint64_t,
+                                   const ds::MixtureIndex& x) {
+        fmt::format_to(std::back_inserter(line), "{}:{}", x.source, x.index);
+      });
     }
   }
   const std::vector<double> worst = mixture_prefix_error(first, positions);

@@ -106,28 +106,11 @@ class ShardFile {
 
 }  // namespace
 
-std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list) {
-  namespace detail = distsampler::detail;
-  std::vector<std::uint64_t> sizes;
-  std::size_t at = 0;
-  for (;;) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string_view item = list.substr(at, comma - at);
-    if (sizes.size() == limits::shards) {
-      throw UsageError(fmt::format("{} has more than {} entries (the most shards reads)", flag, limits::shards));
-    }
-    const detail::DecimalParse p = detail::parse_decimal(item);
-    if (p.error != detail::DecimalError::ok) {
-      throw UsageError(
-          fmt::format("{} entry {} {} {}", flag, sizes.size() + 1, shown(item), detail::describe(p.error)));
-    }
-    sizes.push_back(p.value);
-    if (comma == list.size()) return sizes;
-    at = comma + 1;
-  }
-}
+namespace {
 
-std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list) {
+// A comma-separated list of decimal counts; `too_many` ends the message past limits::shards entries.
+std::vector<std::uint64_t> parse_decimal_list(std::string_view flag, std::string_view list,
+                                              std::string_view too_many) {
   namespace detail = distsampler::detail;
   std::vector<std::uint64_t> out;
   std::size_t at = 0;
@@ -135,7 +118,7 @@ std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_v
     const std::size_t comma = std::min(list.find(',', at), list.size());
     const std::string_view item = list.substr(at, comma - at);
     if (out.size() == limits::shards) {
-      throw UsageError(fmt::format("{} has more than {} entries", flag, limits::shards));
+      throw UsageError(fmt::format("{} has more than {} entries{}", flag, limits::shards, too_many));
     }
     const detail::DecimalParse p = detail::parse_decimal(item);
     if (p.error != detail::DecimalError::ok) {
@@ -145,6 +128,16 @@ std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_v
     if (comma == list.size()) return out;
     at = comma + 1;
   }
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list) {
+  return parse_decimal_list(flag, list, " (the most shards reads)");
+}
+
+std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list) {
+  return parse_decimal_list(flag, list, "");
 }
 
 std::vector<double> parse_weights(std::string_view flag, std::string_view list, std::string_view what) {

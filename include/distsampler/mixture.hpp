@@ -311,23 +311,11 @@ class MixtureSampler {
 
   static MixtureOptions resolved(MixtureOptions options, const World& world) {
     const std::string w(who);
-    if (options.micro_batch_size == 0) {
-      detail::throw_config_error(w +
-                                 ": micro_batch_size is 0 (expected at least 1; set it with "
-                                 "MixtureOptions().with_micro_batch_size(m))");
-    }
-    if (options.global_batch_size != 0) {
-      const std::uint64_t round = BatchLayout::round_size(options.micro_batch_size, world.world_size, who);
-      if (options.global_batch_size % round != 0) {
-        detail::throw_config_error(w + ": global_batch_size " + std::to_string(options.global_batch_size) +
-                                   " is not a multiple of micro_batch_size x world_size " + std::to_string(round) +
-                                   " (expected a positive multiple of " + std::to_string(round) + ")");
-      }
-      options.accumulation_steps = options.global_batch_size / round;
-    }
-    options.global_batch_size =
-        BatchLayout(0, 0, options.micro_batch_size, world.world_size, options.accumulation_steps, options.tail, who)
-            .global_batch_size();
+    const BatchShape shape = resolve_batch_shape(
+        BatchShape{options.micro_batch_size, options.accumulation_steps, options.global_batch_size},
+        world.world_size, options.tail, who, "MixtureOptions");
+    options.accumulation_steps = shape.accumulation_steps;
+    options.global_batch_size = shape.global_batch_size;
     if (options.mixing_block == 0) options.mixing_block = options.global_batch_size;
     if (options.end != MixtureEnd::first_exhausted && options.end != MixtureEnd::all_seen &&
         options.end != MixtureEnd::samples && options.end != MixtureEnd::steps) {
