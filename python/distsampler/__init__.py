@@ -8,7 +8,9 @@ the C++ library's (``distsampler._core`` is a binding of its headers).
 
 Submodules:
   - ``distsampler.torch``: drop-in ``DistributedSampler``, ``DistributedBatchSampler``,
-    ``ShardStream`` for ``IterableDataset``, and ``guard`` for ``torch.distributed``.
+    ``ShardStream`` for ``IterableDataset``, ``MixtureBatchSampler`` (sources mixed in exact
+    per-step proportions), ``DistributedWeightedRandomSampler``, and ``guard`` for
+    ``torch.distributed``.
   - ``distsampler.verify``: partition checks for tests.
 
 Errors: ``ConfigError`` (bad configuration) and ``StateError`` (bad or mismatched saved

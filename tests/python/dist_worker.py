@@ -8,7 +8,8 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
-from distsampler.torch import DistributedBatchSampler, DistributedSampler, ShardStream, guard
+from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
+                               MixtureBatchSampler, ShardStream, guard)
 
 
 class Indices(Dataset):
@@ -35,6 +36,54 @@ def indices_of(loader, limit=None):
         out += [int(i) for i in batch]
         if limit is not None and j + 1 == limit:
             break  # before the loader asks its sampler for more
+    return out
+
+
+class Shifted(Indices):
+    """Sample i is offset + i: in a ConcatDataset with offset = the samples before it, a sample is its global index."""
+
+    def __init__(self, n, offset):
+        super().__init__(n)
+        self.offset = offset
+
+    def __getitem__(self, i):
+        return self.offset + i
+
+
+MIX_SIZES = [300, 120, 45]
+MIX_WEIGHTS = [0.5, 0.3, 0.2]
+
+
+def mixture_scenario(scenario):
+    """The mixture and weighted samplers over torch.distributed: what this rank's DataLoader yielded."""
+    sources = [Shifted(n, sum(MIX_SIZES[:j])) for j, n in enumerate(MIX_SIZES)]
+    data = torch.utils.data.ConcatDataset(sources)
+    out = {}
+    if scenario == "mix_cover":
+        batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=11, end="all_seen")
+        guard(batches)
+        loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
+        out["len"] = len(batches)
+        out["batches"] = [[int(i) for i in b] for b in loader]
+        weighted = DistributedWeightedRandomSampler([1.0, 2.0, 3.0, 4.0, 0.0, 10.0], 6000, seed=4)
+        guard(weighted)
+        out["weighted"] = indices_of(DataLoader(Indices(6), batch_size=50, sampler=weighted))
+    else:
+        # Stop after 5 micro-batches (the loader's workers drew ahead), save, then a new sampler of another
+        # batch shape (same global batch) loads the state from its JSON text and reads the rest.
+        batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=12, end="samples",
+                                      end_count=232)
+        loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
+        out["read"] = indices_of(loader, limit=5)
+        out["state"] = batches.state_dict(batches_consumed=5)
+        del loader, batches
+        saved = [None] * dist.get_world_size()
+        dist.all_gather_object(saved, out["state"])
+        out["all_equal"] = all(x == saved[0] for x in saved)
+        resumed = MixtureBatchSampler(sources, MIX_WEIGHTS, 8, global_batch_size=16, seed=12, end="samples",
+                                      end_count=232)
+        resumed.load_state_dict(json.loads(json.dumps(saved[0])))
+        out["rest"] = indices_of(DataLoader(data, batch_sampler=resumed, num_workers=2, collate_fn=as_list))
     return out
 
 
@@ -106,6 +155,8 @@ def main():
             batches.load_state_dict(state)
             loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
             result["read"] = indices_of(loader)
+        elif scenario in ("mix_cover", "mix_checkpoint"):
+            result.update(mixture_scenario(scenario))
         else:
             raise SystemExit(f"unknown scenario {scenario}")
     finally:
