@@ -111,12 +111,10 @@ py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_si
 
 ds::SamplerState parse_state(const std::string& text) { return ds::SamplerState::from_text(text); }
 
-template <class P>
-void bind_sampler(py::module_& m, const char* name) {
-  using S = ds::DistributedSampler<P>;
-  py::class_<S>(m, name)
-      .def_property_readonly("size", &S::size)
-      .def_property_readonly("epoch", &S::epoch)
+// What every resumable sampler of the module has: its epoch, world, key and state text.
+template <class S>
+void bind_common(py::class_<S>& c) {
+  c.def_property_readonly("epoch", &S::epoch)
       .def_property_readonly("start", &S::start)
       .def_property_readonly("dataset_size", &S::dataset_size)
       .def_property_readonly("rank", &S::rank)
@@ -125,7 +123,15 @@ void bind_sampler(py::module_& m, const char* name) {
       .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
       .def("set_epoch", &S::set_epoch)
       .def("copy", [](const S& s) { return S(s); })
-      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
+      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); });
+}
+
+template <class P>
+void bind_sampler(py::module_& m, const char* name) {
+  using S = ds::DistributedSampler<P>;
+  py::class_<S> c(m, name);
+  bind_common(c);
+  c.def_property_readonly("size", &S::size)
       .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
       .def("__getitem__", [](const S& s, std::uint64_t i) { return s[i]; })
       .def("is_padding", &S::is_padding)
@@ -155,20 +161,11 @@ void bind_sampler(py::module_& m, const char* name) {
 // What the batch and mixture samplers share: steps of micro-batches, epoch, state.
 template <class S>
 void bind_step_sampler(py::class_<S>& c) {
+  bind_common(c);
   c.def_property_readonly("num_steps", &S::num_steps)
       .def_property_readonly("accumulation_steps", &S::accumulation_steps)
       .def_property_readonly("micro_batch_size", &S::micro_batch_size)
       .def_property_readonly("global_batch_size", &S::global_batch_size)
-      .def_property_readonly("epoch", &S::epoch)
-      .def_property_readonly("start", &S::start)
-      .def_property_readonly("dataset_size", &S::dataset_size)
-      .def_property_readonly("rank", &S::rank)
-      .def_property_readonly("world_size", &S::world_size)
-      .def_property_readonly("key", [](const S& s) { return s.key().describe(); })
-      .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
-      .def("set_epoch", &S::set_epoch)
-      .def("copy", [](const S& s) { return S(s); })
-      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
       .def("state",
            [](const S& s, std::uint64_t steps, std::uint64_t micro) { return s.state(steps, micro).to_text(); })
       .def("is_padding", &S::is_padding);
@@ -349,18 +346,10 @@ void bind_mixture_sampler(py::module_& m) {
 
 void bind_weighted_sampler(py::module_& m) {
   using V = ds::WeightedSampler;
-  py::class_<V>(m, "WeightedSampler")
-      .def_property_readonly("size", &V::size)
-      .def_property_readonly("epoch", &V::epoch)
-      .def_property_readonly("start", &V::start)
-      .def_property_readonly("dataset_size", &V::dataset_size)
+  py::class_<V> c(m, "WeightedSampler");
+  bind_common(c);
+  c.def_property_readonly("size", &V::size)
       .def_property_readonly("num_samples", [](const V& v) { return v.options().num_samples; })
-      .def_property_readonly("rank", &V::rank)
-      .def_property_readonly("world_size", &V::world_size)
-      .def_property_readonly("fingerprint", [](const V& v) { return v.key().fingerprint(); })
-      .def("set_epoch", &V::set_epoch)
-      .def("copy", [](const V& v) { return V(v); })
-      .def("resume", [](V& v, const std::string& text) { v.resume(parse_state(text)); })
       .def("state", [](const V& v, std::uint64_t done) { return v.state(done).to_text(); })
       .def("chunk", [](const V& v, std::uint64_t first, std::uint64_t count) {
         std::vector<std::uint64_t> out;

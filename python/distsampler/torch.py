@@ -701,7 +701,7 @@ class MixtureBatchSampler(_StepSampler):
         if (end in ("samples", "steps")) != (end_count is not None):
             raise ConfigError(f'{who}: end_count {end_count!r} does not go with end="{end}" (expected end_count for '
                               'end="samples" or "steps" only)')
-        self.source_sizes = [_unsigned(who, "source size", s if isinstance(s, int) else len(s)) for s in sources]
+        self.source_sizes = [_unsigned(who, "source size", len(s) if hasattr(s, "__len__") else s) for s in sources]
         self.offsets = []
         total = 0
         for size in self.source_sizes:

@@ -54,36 +54,37 @@ MIX_SIZES = [300, 120, 45]
 MIX_WEIGHTS = [0.5, 0.3, 0.2]
 
 
-def mixture_scenario(scenario):
-    """The mixture and weighted samplers over torch.distributed: what this rank's DataLoader yielded."""
+def mixture_scenario(rank):
+    """The mixture and weighted samplers over torch.distributed: what this rank's DataLoaders yielded."""
     sources = [Shifted(n, sum(MIX_SIZES[:j])) for j, n in enumerate(MIX_SIZES)]
     data = torch.utils.data.ConcatDataset(sources)
     out = {}
-    if scenario == "mix_cover":
-        batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=11, end="all_seen")
-        guard(batches)
-        loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
-        out["len"] = len(batches)
-        out["batches"] = [[int(i) for i in b] for b in loader]
-        weighted = DistributedWeightedRandomSampler([1.0, 2.0, 3.0, 4.0, 0.0, 10.0], 6000, seed=4)
-        guard(weighted)
-        out["weighted"] = indices_of(DataLoader(Indices(6), batch_size=50, sampler=weighted))
-    else:
-        # Stop after 5 micro-batches (the loader's workers drew ahead), save, then a new sampler of another
-        # batch shape (same global batch) loads the state from its JSON text and reads the rest.
-        batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=12, end="samples",
-                                      end_count=232)
-        loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
-        out["read"] = indices_of(loader, limit=5)
-        out["state"] = batches.state_dict(batches_consumed=5)
-        del loader, batches
-        saved = [None] * dist.get_world_size()
-        dist.all_gather_object(saved, out["state"])
-        out["all_equal"] = all(x == saved[0] for x in saved)
-        resumed = MixtureBatchSampler(sources, MIX_WEIGHTS, 8, global_batch_size=16, seed=12, end="samples",
-                                      end_count=232)
-        resumed.load_state_dict(json.loads(json.dumps(saved[0])))
-        out["rest"] = indices_of(DataLoader(data, batch_sampler=resumed, num_workers=2, collate_fn=as_list))
+    batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=11, end="all_seen")
+    guard(batches)
+    loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
+    out["len"] = len(batches)
+    out["batches"] = [[int(i) for i in b] for b in loader]
+    weighted = DistributedWeightedRandomSampler([1.0, 2.0, 3.0, 4.0, 0.0, 10.0], 6000, seed=4)
+    guard(weighted)
+    out["weighted"] = indices_of(DataLoader(Indices(6), batch_size=50, sampler=weighted))
+
+    # Processes {0, 1} and {2, 3} each train as a world of 2: stop after 5 micro-batches (the loader's
+    # workers drew ahead), save, then a new sampler of another batch shape (same global batch) loads the
+    # state from its JSON text and reads the rest.
+    groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    group, pair_rank = groups[rank // 2], rank % 2
+    shape = dict(seed=12, end="samples", end_count=232, num_replicas=2, rank=pair_rank)
+    batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, **shape)
+    loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
+    out["read"] = indices_of(loader, limit=5)
+    out["state"] = batches.state_dict(batches_consumed=5)
+    del loader, batches
+    saved = [None, None]
+    dist.all_gather_object(saved, out["state"], group=group)
+    out["all_equal"] = saved[0] == saved[1]
+    resumed = MixtureBatchSampler(sources, MIX_WEIGHTS, 8, global_batch_size=16, **shape)
+    resumed.load_state_dict(json.loads(json.dumps(saved[0])))
+    out["rest"] = indices_of(DataLoader(data, batch_sampler=resumed, num_workers=2, collate_fn=as_list))
     return out
 
 
@@ -155,8 +156,8 @@ def main():
             batches.load_state_dict(state)
             loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
             result["read"] = indices_of(loader)
-        elif scenario in ("mix_cover", "mix_checkpoint"):
-            result.update(mixture_scenario(scenario))
+        elif scenario == "mixture":
+            result.update(mixture_scenario(rank))
         else:
             raise SystemExit(f"unknown scenario {scenario}")
     finally:

@@ -92,8 +92,14 @@ def test_dataloader_with_two_workers_reads_the_concatenation_at_the_sampler_pair
     assert list(batches) != [[OFFSETS[s] + i for s, i in mb] for mb in pairs]
 
 
-def test_four_gloo_ranks_split_each_global_batch_in_exact_proportions(tmp_path):
-    results = run(tmp_path, "mix_cover", 4)
+@pytest.fixture(scope="module")
+def four_processes(tmp_path_factory):
+    """One launch of 4 gloo processes (dist_worker.mixture_scenario): process start-up dominates the cost."""
+    return run(tmp_path_factory.mktemp("mixture"), "mixture", 4)
+
+
+def test_four_gloo_ranks_split_each_global_batch_in_exact_proportions(four_processes):
+    results = four_processes
     lens = [r["len"] for r in results]
     assert lens == [len(r["batches"]) for r in results] and len(set(lens)) == 1
     g = 4 * 4 * 2
@@ -122,8 +128,9 @@ def test_four_gloo_ranks_split_each_global_batch_in_exact_proportions(tmp_path):
         assert abs(freq[i] / 6000 - w / 20) < 0.02, (i, freq)
 
 
-def test_stop_save_and_resume_on_two_processes_reads_each_sample_once(tmp_path):
-    results = run(tmp_path, "mix_checkpoint", 2)
+@pytest.mark.parametrize("pair", [0, 1])
+def test_stop_save_and_resume_on_two_processes_reads_each_sample_once(four_processes, pair):
+    results = four_processes[2 * pair:2 * pair + 2]  # processes {0, 1} and {2, 3} each ran as a world of 2
     assert all(r["all_equal"] for r in results)
     assert all(len(r["read"]) == 5 * 4 for r in results)
     # 5 rounds of 4 x 2 = 40 positions, then 12 steps of 16: every position of the 232 once.
@@ -206,6 +213,8 @@ def test_weighted_sampler_without_replacement_gives_each_rank_distinct_positive_
      r"MixtureBatchSampler: end_count None does not go with end=\"steps\""),
     (lambda: MixtureBatchSampler(SIZES, WEIGHTS, 4, 1, 0, accumulation_steps=2, global_batch_size=8),
      r"accumulation_steps 2 and global_batch_size 8 were both given \(expected one of them\)"),
+    (lambda: MixtureBatchSampler([300, 1.5], [1.0, 1.0], 4, 1, 0),
+     r"MixtureBatchSampler: source size 1.5 is not an integer \(expected an int\)"),
     (lambda: MixtureBatchSampler(SIZES, "heavy", 4, 1, 0),
      r"MixtureBatchSampler: weights 'heavy' is not a sequence of numbers"),
     (lambda: MixtureBatchSampler(SIZES, WEIGHTS, 4, 1, 0, schedule=[(0, [1.0, 1.0, 1.0])]),
