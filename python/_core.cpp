@@ -293,18 +293,23 @@ ds::MixtureSampler make_mixture_sampler(std::vector<std::uint64_t> sizes, const 
   } else {
     o.with_accumulation_steps(accumulation);
   }
-  o.with_replacement(replacement).with_schedule(std::move(schedule)).with_shuffle(shuffle).with_seed(seed).with_tail(
-      tail);
+  o.with_replacement(replacement)
+      .with_schedule(std::move(schedule))
+      .with_shuffle(shuffle)
+      .with_seed(seed)
+      .with_tail(tail);
   return ds::MixtureSampler(std::move(sizes), weights, world, std::move(o));
 }
 
 ds::WeightedSampler make_weighted_sampler(const std::vector<double>& weights, const ds::World& world,
                                           std::uint64_t num_samples, bool replacement, std::uint64_t seed,
                                           ds::Tail tail) {
-  return ds::WeightedSampler(
-      weights, world,
-      ds::WeightedSamplerOptions().with_num_samples(num_samples).with_replacement(replacement).with_seed(seed).with_tail(
-          tail));
+  return ds::WeightedSampler(weights, world,
+                             ds::WeightedSamplerOptions()
+                                 .with_num_samples(num_samples)
+                                 .with_replacement(replacement)
+                                 .with_seed(seed)
+                                 .with_tail(tail));
 }
 
 void bind_mixture_sampler(py::module_& m) {
@@ -331,8 +336,8 @@ void bind_mixture_sampler(py::module_& m) {
         std::vector<std::vector<ds::MixtureIndex>> out(static_cast<std::size_t>(count));
         {
           py::gil_scoped_release release;
-          for (std::uint64_t j = 0; j < count; ++j) out[static_cast<std::size_t>(j)] = x.micro_batch((first + j) / k,
-                                                                                                    (first + j) % k);
+          for (std::uint64_t j = 0; j < count; ++j)
+            out[static_cast<std::size_t>(j)] = x.micro_batch((first + j) / k, (first + j) % k);
         }
         py::list result(out.size());
         for (std::size_t j = 0; j < out.size(); ++j) {

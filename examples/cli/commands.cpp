@@ -323,10 +323,10 @@ int run_batches(const Invocation& in) {
                        s.start(), s.epoch());
         out.end_line();
       }
-      print_steps(out, s, n, r, [&](std::string& line, std::uint64_t step, std::uint64_t k, std::uint64_t e,
-                                    std::uint64_t index) {
-        fmt::format_to(std::back_inserter(line), "{}{}", index, s.is_padding(step, k, e) ? "*" : "");
-      });
+      print_steps(out, s, n, r,
+                  [&](std::string& line, std::uint64_t step, std::uint64_t k, std::uint64_t e, std::uint64_t index) {
+                    fmt::format_to(std::back_inserter(line), "{}{}", index, s.is_padding(step, k, e) ? "*" : "");
+                  });
     });
   }
   out.flush();
@@ -416,10 +416,10 @@ int run_mix(const Invocation& in) {
     const std::uint64_t lo = rank.value_or(0), hi = rank ? lo + 1 : f.world_size;
     for (std::uint64_t r = lo; r < hi; ++r) {
       const ds::MixtureSampler s = r == first.rank() ? first : make_mixture(f, r);
-      print_steps(out, s, n, r, [](std::string& line, std::uint64_t, std::uint64_t, std::uint64_t,
-                                   const ds::MixtureIndex& x) {
-        fmt::format_to(std::back_inserter(line), "{}:{}", x.source, x.index);
-      });
+      print_steps(out, s, n, r,
+                  [](std::string& line, std::uint64_t, std::uint64_t, std::uint64_t, const ds::MixtureIndex& x) {
+                    fmt::format_to(std::back_inserter(line), "{}:{}", x.source, x.index);
+                  });
     }
   }
   const std::vector<double> worst = mixture_prefix_error(first, positions);

@@ -109,8 +109,7 @@ class ShardFile {
 namespace {
 
 // A comma-separated list of decimal counts; `too_many` ends the message past limits::shards entries.
-std::vector<std::uint64_t> parse_decimal_list(std::string_view flag, std::string_view list,
-                                              std::string_view too_many) {
+std::vector<std::uint64_t> parse_decimal_list(std::string_view flag, std::string_view list, std::string_view too_many) {
   namespace detail = distsampler::detail;
   std::vector<std::uint64_t> out;
   std::size_t at = 0;

@@ -185,47 +185,43 @@ class BatchLayout {
   std::uint64_t num_steps_ = 0;
 };
 
-/// A batch shape as options give it: micro_batch_size m (required), accumulation_steps
-/// K and global_batch_size G (0 = not set; else K follows from G / (m x world_size)).
-struct BatchShape {
-  std::uint64_t micro_batch_size = 0;
-  std::uint64_t accumulation_steps = 1;
-  std::uint64_t global_batch_size = 0;
-};
-
-/// `shape` resolved against `world_size`: accumulation_steps and global_batch_size both
-/// filled in. Throws config_error, prefixed by `who`, when m is 0 (telling to call
-/// `options_name`().with_micro_batch_size(m)), G is not a multiple of m x world_size or
-/// disagrees with a K other than 1, or as BatchLayout's constructor (K 0, G overflowing
-/// 64 bits, tail not a Tail). O(1). Deterministic.
-[[nodiscard]] inline BatchShape resolve_batch_shape(BatchShape shape, std::uint64_t world_size, Tail tail,
-                                                    std::string_view who, std::string_view options_name) {
+/// Fills in `options`' accumulation_steps and global_batch_size (BatchShapeOptions)
+/// against `world_size`. Throws config_error, prefixed by `who`, when micro_batch_size is
+/// 0 (telling to call `options_name`().with_micro_batch_size(m)), global_batch_size is not
+/// a multiple of micro_batch_size x world_size or disagrees with an accumulation_steps
+/// other than 1, or as BatchLayout's constructor (accumulation_steps 0, G overflowing 64
+/// bits, options.tail not a Tail); `options` is unchanged then. O(1). Deterministic.
+template <class Options>
+void resolve_batch_shape(Options& options, std::uint64_t world_size, std::string_view who,
+                         std::string_view options_name) {
   const std::string w(who);
-  if (shape.micro_batch_size == 0) {
+  const std::uint64_t m = options.micro_batch_size;
+  if (m == 0) {
     detail::throw_config_error(w + ": micro_batch_size is 0 (expected at least 1; set it with " +
                                std::string(options_name) + "().with_micro_batch_size(m))");
   }
-  if (shape.global_batch_size != 0) {
-    const std::uint64_t g = shape.global_batch_size;
-    const std::uint64_t round = BatchLayout::round_size(shape.micro_batch_size, world_size, who);
+  std::uint64_t accumulation = options.accumulation_steps;
+  if (options.global_batch_size != 0) {
+    const std::uint64_t g = options.global_batch_size;
+    const std::uint64_t round = BatchLayout::round_size(m, world_size, who);
     if (g % round != 0) {
       detail::throw_config_error(w + ": global_batch_size " + std::to_string(g) + " is not a multiple of " +
-                                 "micro_batch_size " + std::to_string(shape.micro_batch_size) + " x world_size " +
+                                 "micro_batch_size " + std::to_string(m) + " x world_size " +
                                  std::to_string(world_size) + " (expected a positive multiple of " +
                                  std::to_string(round) + ")");
     }
-    if (shape.accumulation_steps != 1 && shape.accumulation_steps != g / round) {
-      detail::throw_config_error(w + ": accumulation_steps " + std::to_string(shape.accumulation_steps) +
+    if (accumulation != 1 && accumulation != g / round) {
+      detail::throw_config_error(w + ": accumulation_steps " + std::to_string(accumulation) +
                                  " disagrees with global_batch_size " + std::to_string(g) + " (expected " +
                                  std::to_string(g / round) +
                                  " = global_batch_size / (micro_batch_size x world_size); set only one of them)");
     }
-    shape.accumulation_steps = g / round;
+    accumulation = g / round;
   }
   // The layout validates the tail, the accumulation steps and that G fits 64 bits.
-  shape.global_batch_size =
-      BatchLayout(0, 0, shape.micro_batch_size, world_size, shape.accumulation_steps, tail, who).global_batch_size();
-  return shape;
+  const std::uint64_t global = BatchLayout(0, 0, m, world_size, accumulation, options.tail, who).global_batch_size();
+  options.accumulation_steps = accumulation;
+  options.global_batch_size = global;
 }
 
 DISTSAMPLER_NAMESPACE_END

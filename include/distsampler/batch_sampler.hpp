@@ -335,11 +335,7 @@ class DistributedBatchSampler {
   // Validates the options and fills in accumulation_steps and global_batch_size.
   static BatchSamplerOptions resolved(BatchSamplerOptions options, const World& world) {
     detail::check_epoch_mode(options.epoch_mode, who);
-    const BatchShape shape = resolve_batch_shape(
-        BatchShape{options.micro_batch_size, options.accumulation_steps, options.global_batch_size},
-        world.world_size, options.tail, who, "BatchSamplerOptions");
-    options.accumulation_steps = shape.accumulation_steps;
-    options.global_batch_size = shape.global_batch_size;
+    resolve_batch_shape(options, world.world_size, who, "BatchSamplerOptions");
     return options;
   }
 

@@ -790,18 +790,23 @@ class DistributedWeightedRandomSampler(Sampler):
         self._base = _core.weighted_sampler(*self._config())
         self._pending = None
         self._progress = None
+        self._cache = None
 
     def _config(self):
         return (self.weights, self.rank, self.num_replicas, self.num_samples, self.replacement,
                 _seed64("DistributedWeightedRandomSampler", self.seed), self.tail)
 
     def _core_at(self, epoch):
-        core = self._base.copy()
-        if self._pending is not None and epoch == self.epoch:
-            core.resume(self._pending)
-        else:
-            core.set_epoch(epoch)
-        return core
+        # Cached: without replacement an epoch's order costs O(N log N) to build; cores are read-only.
+        pending = self._pending if epoch == self.epoch else None
+        if self._cache is None or self._cache[0] != (epoch, pending):
+            core = self._base.copy()
+            if pending is not None:
+                core.resume(pending)
+            else:
+                core.set_epoch(epoch)
+            self._cache = ((epoch, pending), core)
+        return self._cache[1]
 
     def __len__(self):
         return self._core_at(self.epoch).size
@@ -830,7 +835,8 @@ class DistributedWeightedRandomSampler(Sampler):
         if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress
-        core = p.core if p is not None and p.epoch == self.epoch and self._pending is None else self._core_at(self.epoch)
+        current = p is not None and p.epoch == self.epoch and self._pending is None
+        core = p.core if current else self._core_at(self.epoch)
         if samples is None:
             done = p.taken() if p is not None and core is p.core else 0
         else:
@@ -847,7 +853,7 @@ class DistributedWeightedRandomSampler(Sampler):
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_base"] = state["_progress"] = None
+        state["_base"] = state["_progress"] = state["_cache"] = None
         return state
 
     def __setstate__(self, state):
