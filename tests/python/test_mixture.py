@@ -255,3 +255,23 @@ def test_readme_mixture_example_runs_as_written():
     assert len(scope["balanced"]) == 50
     drawn = collections.Counter(int(scope["labels"][i]) for i in scope["balanced"])
     assert 15 <= drawn[1] <= 35  # class 1 is 10 % of the data but about half of the balanced draws
+
+
+def test_batch_sampler_shares_the_batches_consumed_checkpoint():
+    from distsampler.torch import DistributedBatchSampler
+
+    data = list(range(100))
+    a = DistributedBatchSampler(data, 4, num_replicas=2, rank=0, accumulation_steps=2, seed=1)
+    it = iter(a)
+    taken = [next(it) for _ in range(5)]
+    ahead = a.state_dict()  # what a DataLoader's prefetch would have drawn: 5 micro-batches
+    behind = a.state_dict(batches_consumed=3)  # what the loop consumed
+    b = DistributedBatchSampler(data, 4, num_replicas=2, rank=0, accumulation_steps=2, seed=1)
+    b.load_state_dict(behind)
+    assert list(b)[:2] == taken[3:5]
+    b.load_state_dict(ahead)
+    # 5 micro-batches = 2 steps of G = 16 and one round of 8: 60 positions left, 3 whole steps of 2 micro-batches.
+    assert len(list(b)) == (100 - 40) // 16 * 2
+    with pytest.raises(distsampler.ConfigError,
+                       match=r"DistributedBatchSampler.state_dict: batches_consumed 13 exceeds the 12 micro-batches"):
+        a.state_dict(batches_consumed=13)
