@@ -113,12 +113,10 @@ py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_si
 
 ds::SamplerState parse_state(const std::string& text) { return ds::SamplerState::from_text(text); }
 
-template <class P>
-void bind_sampler(py::module_& m, const char* name) {
-  using S = ds::DistributedSampler<P>;
-  py::class_<S>(m, name)
-      .def_property_readonly("size", &S::size)
-      .def_property_readonly("epoch", &S::epoch)
+// What every resumable sampler of the module has: its epoch, world, key and state text.
+template <class S>
+void bind_common(py::class_<S>& c) {
+  c.def_property_readonly("epoch", &S::epoch)
       .def_property_readonly("start", &S::start)
       .def_property_readonly("dataset_size", &S::dataset_size)
       .def_property_readonly("rank", &S::rank)
@@ -127,7 +125,15 @@ void bind_sampler(py::module_& m, const char* name) {
       .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
       .def("set_epoch", &S::set_epoch)
       .def("copy", [](const S& s) { return S(s); })
-      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); })
+      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); });
+}
+
+template <class P>
+void bind_sampler(py::module_& m, const char* name) {
+  using S = ds::DistributedSampler<P>;
+  py::class_<S> c(m, name);
+  bind_common(c);
+  c.def_property_readonly("size", &S::size)
       .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
       .def("__getitem__", [](const S& s, std::uint64_t i) { return s[i]; })
       .def("is_padding", &S::is_padding)
@@ -154,28 +160,25 @@ void bind_sampler(py::module_& m, const char* name) {
       });
 }
 
+// What the batch and mixture samplers share: steps of micro-batches, epoch, state.
+template <class S>
+void bind_step_sampler(py::class_<S>& c) {
+  bind_common(c);
+  c.def_property_readonly("num_steps", &S::num_steps)
+      .def_property_readonly("accumulation_steps", &S::accumulation_steps)
+      .def_property_readonly("micro_batch_size", &S::micro_batch_size)
+      .def_property_readonly("global_batch_size", &S::global_batch_size)
+      .def("state",
+           [](const S& s, std::uint64_t steps, std::uint64_t micro) { return s.state(steps, micro).to_text(); })
+      .def("is_padding", &S::is_padding);
+}
+
 template <class P>
 void bind_batch_sampler(py::module_& m, const char* name) {
   using B = ds::DistributedBatchSampler<P>;
-  py::class_<B>(m, name)
-      .def_property_readonly("num_steps", &B::num_steps)
-      .def_property_readonly("accumulation_steps", &B::accumulation_steps)
-      .def_property_readonly("micro_batch_size", &B::micro_batch_size)
-      .def_property_readonly("global_batch_size", &B::global_batch_size)
-      .def_property_readonly("epoch", &B::epoch)
-      .def_property_readonly("start", &B::start)
-      .def_property_readonly("dataset_size", &B::dataset_size)
-      .def_property_readonly("rank", &B::rank)
-      .def_property_readonly("world_size", &B::world_size)
-      .def_property_readonly("key", [](const B& b) { return b.key().describe(); })
-      .def_property_readonly("fingerprint", [](const B& b) { return b.key().fingerprint(); })
-      .def("set_epoch", &B::set_epoch)
-      .def("copy", [](const B& b) { return B(b); })
-      .def("resume", [](B& b, const std::string& text) { b.resume(parse_state(text)); })
-      .def("state",
-           [](const B& b, std::uint64_t steps, std::uint64_t micro) { return b.state(steps, micro).to_text(); })
-      .def("micro_batch_length", &B::micro_batch_length)
-      .def("is_padding", &B::is_padding)
+  py::class_<B> c(m, name);
+  bind_step_sampler(c);
+  c.def("micro_batch_length", &B::micro_batch_length)
       // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
       .def("micro_batches",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
@@ -403,6 +406,105 @@ ds::Tail tail_of(const std::string& text) { return ds::parse_tail(text, "tail");
 
 ds::World make_world(std::uint64_t rank, std::uint64_t world_size) { return ds::World(rank, world_size); }
 
+ds::MixtureEnd mixture_end(const std::string& end) {
+  if (end == "first_exhausted") return ds::MixtureEnd::first_exhausted;
+  if (end == "all_seen") return ds::MixtureEnd::all_seen;
+  if (end == "samples") return ds::MixtureEnd::samples;
+  if (end == "steps") return ds::MixtureEnd::steps;
+  throw ds::config_error("MixtureSampler: end \"" + end +
+                         "\" is unknown (expected \"first_exhausted\", \"all_seen\", \"samples\" or \"steps\")");
+}
+
+// global_batch 0: accumulation_steps decides the global batch (as batch_options).
+ds::MixtureSampler make_mixture_sampler(std::vector<std::uint64_t> sizes, const std::vector<double>& weights,
+                                        const ds::World& world, std::uint64_t micro, std::uint64_t accumulation,
+                                        std::uint64_t global_batch, bool shuffle, std::uint64_t seed, ds::Tail tail,
+                                        const std::string& end, std::uint64_t end_count, bool replacement,
+                                        std::uint64_t mixing_block, std::vector<ds::WeightChange> schedule) {
+  ds::MixtureOptions o;
+  o.with_micro_batch_size(micro).with_mixing_block(mixing_block).with_end(mixture_end(end), end_count);
+  if (global_batch != 0) {
+    o.with_global_batch_size(global_batch);
+  } else {
+    o.with_accumulation_steps(accumulation);
+  }
+  o.with_replacement(replacement)
+      .with_schedule(std::move(schedule))
+      .with_shuffle(shuffle)
+      .with_seed(seed)
+      .with_tail(tail);
+  return ds::MixtureSampler(std::move(sizes), weights, world, std::move(o));
+}
+
+ds::WeightedSampler make_weighted_sampler(const std::vector<double>& weights, const ds::World& world,
+                                          std::uint64_t num_samples, bool replacement, std::uint64_t seed,
+                                          ds::Tail tail) {
+  return ds::WeightedSampler(weights, world,
+                             ds::WeightedSamplerOptions()
+                                 .with_num_samples(num_samples)
+                                 .with_replacement(replacement)
+                                 .with_seed(seed)
+                                 .with_tail(tail));
+}
+
+void bind_mixture_sampler(py::module_& m) {
+  using X = ds::MixtureSampler;
+  py::class_<X> c(m, "MixtureSampler");
+  bind_step_sampler(c);
+  c.def_property_readonly("mixing_block", [](const X& x) { return x.options().mixing_block; })
+      .def_property_readonly("source_sizes", &X::source_sizes)
+      .def("at",
+           [](const X& x, std::uint64_t position) {
+             if (position >= x.dataset_size()) {
+               throw py::index_error(ds::detail::out_of_range_message("MixtureSampler.at", "position", position,
+                                                                      "dataset_size", x.dataset_size()));
+             }
+             const ds::MixtureIndex i = x.at(position);
+             return py::make_tuple(i.source, i.index);
+           })
+      // Micro-batches number step * K + k; those in [first, first + count) as lists of
+      // (source, index) pairs.
+      .def("micro_batches", [](const X& x, std::uint64_t first, std::uint64_t count) {
+        const std::uint64_t k = x.micro_batches_per_step(), total = x.num_steps() * k;
+        if (first > total) first = total;
+        if (count > total - first) count = total - first;
+        std::vector<std::vector<ds::MixtureIndex>> out(static_cast<std::size_t>(count));
+        {
+          py::gil_scoped_release release;
+          for (std::uint64_t j = 0; j < count; ++j)
+            out[static_cast<std::size_t>(j)] = x.micro_batch((first + j) / k, (first + j) % k);
+        }
+        py::list result(out.size());
+        for (std::size_t j = 0; j < out.size(); ++j) {
+          py::list batch(out[j].size());
+          for (std::size_t e = 0; e < out[j].size(); ++e) batch[e] = py::make_tuple(out[j][e].source, out[j][e].index);
+          result[j] = batch;
+        }
+        return result;
+      });
+}
+
+void bind_weighted_sampler(py::module_& m) {
+  using V = ds::WeightedSampler;
+  py::class_<V> c(m, "WeightedSampler");
+  bind_common(c);
+  c.def_property_readonly("size", &V::size)
+      .def_property_readonly("num_samples", [](const V& v) { return v.options().num_samples; })
+      .def("state", [](const V& v, std::uint64_t done) { return v.state(done).to_text(); })
+      .def("chunk", [](const V& v, std::uint64_t first, std::uint64_t count) {
+        std::vector<std::uint64_t> out;
+        {
+          py::gil_scoped_release release;
+          const std::uint64_t size = v.size();
+          if (first > size) first = size;
+          if (count > size - first) count = size - first;
+          out.reserve(static_cast<std::size_t>(count));
+          for (std::uint64_t i = 0; i < count; ++i) out.push_back(v[first + i]);
+        }
+        return to_list(out);
+      });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -420,6 +522,8 @@ PYBIND11_MODULE(_core, m) {
   bind_batch_sampler<ds::TorchRandperm>(m, "TorchBatchSampler");
   bind_shard_sampler(m);
   bind_token_sampler(m);
+  bind_mixture_sampler(m);
+  bind_weighted_sampler(m);
 
   m.def(
       "sampler",
@@ -480,6 +584,28 @@ PYBIND11_MODULE(_core, m) {
         return TokenCore(std::move(lengths), std::move(*built));
       },
       "Builds a C++ TokenBatchSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
+  m.def(
+      "mixture_sampler",
+      [](std::vector<std::uint64_t> sizes, const std::vector<double>& weights, std::uint64_t rank,
+         std::uint64_t world_size, std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
+         bool shuffle, std::uint64_t seed, const std::string& tail, const std::string& end, std::uint64_t end_count,
+         bool replacement, std::uint64_t mixing_block,
+         const std::vector<std::pair<std::uint64_t, std::vector<double>>>& schedule) {
+        std::vector<ds::WeightChange> changes;
+        for (const auto& c : schedule) changes.push_back(ds::WeightChange{c.first, c.second});
+        return make_mixture_sampler(std::move(sizes), weights, make_world(rank, world_size), micro, accumulation,
+                                    global_batch, shuffle, seed, tail_of(tail), end, end_count, replacement,
+                                    mixing_block, std::move(changes));
+      },
+      "Builds a C++ MixtureSampler; end is \"first_exhausted\", \"all_seen\", \"samples\" or \"steps\".");
+  m.def(
+      "weighted_sampler",
+      [](const std::vector<double>& weights, std::uint64_t rank, std::uint64_t world_size, std::uint64_t num_samples,
+         bool replacement, std::uint64_t seed, const std::string& tail) {
+        return make_weighted_sampler(weights, make_world(rank, world_size), num_samples, replacement, seed,
+                                     tail_of(tail));
+      },
+      "Builds a C++ WeightedSampler.");
   m.def(
       "world_from_env",
       []() -> py::object {

@@ -375,8 +375,12 @@ TEST_CASE("mixture: bad configuration and state throw naming the parameter", "[m
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_end(MixtureEnd::samples)),
                     "MixtureSampler: end_count is 0 (expected at least 1 sample; set it with with_end(end, count))");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_global_batch_size(5)),
-                    "MixtureSampler: global_batch_size 5 is not a multiple of micro_batch_size x world_size 2 "
+                    "MixtureSampler: global_batch_size 5 is not a multiple of micro_batch_size 2 x world_size 1 "
                     "(expected a positive multiple of 2)");
+  CHECK_THROWS_WITH(
+      MixtureSampler({3, 4}, {1.0, 1.0}, one, MixtureOptions(o).with_global_batch_size(4).with_accumulation_steps(3)),
+      "MixtureSampler: accumulation_steps 3 disagrees with global_batch_size 4 (expected 2 = "
+      "global_batch_size / (micro_batch_size x world_size); set only one of them)");
   CHECK_THROWS_WITH(MixtureSampler({3, 4}, {1.0, 1.0}, one, sched({{2, {1.0, 0.0}}}).with_end(MixtureEnd::all_seen)),
                     "MixtureSampler: source 1 never finishes its first pass (its weight drops to 0 before it does; "
                     "expected MixtureEnd::first_exhausted, samples or steps, or a positive final weight)");

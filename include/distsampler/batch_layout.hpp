@@ -185,6 +185,45 @@ class BatchLayout {
   std::uint64_t num_steps_ = 0;
 };
 
+/// Fills in `options`' accumulation_steps and global_batch_size (BatchShapeOptions)
+/// against `world_size`. Throws config_error, prefixed by `who`, when micro_batch_size is
+/// 0 (telling to call `options_name`().with_micro_batch_size(m)), global_batch_size is not
+/// a multiple of micro_batch_size x world_size or disagrees with an accumulation_steps
+/// other than 1, or as BatchLayout's constructor (accumulation_steps 0, G overflowing 64
+/// bits, options.tail not a Tail); `options` is unchanged then. O(1). Deterministic.
+template <class Options>
+void resolve_batch_shape(Options& options, std::uint64_t world_size, std::string_view who,
+                         std::string_view options_name) {
+  const std::string w(who);
+  const std::uint64_t m = options.micro_batch_size;
+  if (m == 0) {
+    detail::throw_config_error(w + ": micro_batch_size is 0 (expected at least 1; set it with " +
+                               std::string(options_name) + "().with_micro_batch_size(m))");
+  }
+  std::uint64_t accumulation = options.accumulation_steps;
+  if (options.global_batch_size != 0) {
+    const std::uint64_t g = options.global_batch_size;
+    const std::uint64_t round = BatchLayout::round_size(m, world_size, who);
+    if (g % round != 0) {
+      detail::throw_config_error(w + ": global_batch_size " + std::to_string(g) + " is not a multiple of " +
+                                 "micro_batch_size " + std::to_string(m) + " x world_size " +
+                                 std::to_string(world_size) + " (expected a positive multiple of " +
+                                 std::to_string(round) + ")");
+    }
+    if (accumulation != 1 && accumulation != g / round) {
+      detail::throw_config_error(w + ": accumulation_steps " + std::to_string(accumulation) +
+                                 " disagrees with global_batch_size " + std::to_string(g) + " (expected " +
+                                 std::to_string(g / round) +
+                                 " = global_batch_size / (micro_batch_size x world_size); set only one of them)");
+    }
+    accumulation = g / round;
+  }
+  // The layout validates the tail, the accumulation steps and that G fits 64 bits.
+  const std::uint64_t global = BatchLayout(0, 0, m, world_size, accumulation, options.tail, who).global_batch_size();
+  options.accumulation_steps = accumulation;
+  options.global_batch_size = global;
+}
+
 DISTSAMPLER_NAMESPACE_END
 
 #endif  // DISTSAMPLER_BATCH_LAYOUT_HPP

@@ -334,33 +334,8 @@ class DistributedBatchSampler {
 
   // Validates the options and fills in accumulation_steps and global_batch_size.
   static BatchSamplerOptions resolved(BatchSamplerOptions options, const World& world) {
-    if (options.micro_batch_size == 0) {
-      detail::throw_config_error(
-          "DistributedBatchSampler: micro_batch_size is 0 (expected at least 1; set it with "
-          "BatchSamplerOptions().with_micro_batch_size(m))");
-    }
     detail::check_epoch_mode(options.epoch_mode, who);
-    if (options.global_batch_size != 0) {
-      const std::uint64_t g = options.global_batch_size;
-      const std::uint64_t round = BatchLayout::round_size(options.micro_batch_size, world.world_size, who);
-      if (g % round != 0) {
-        detail::throw_config_error(
-            "DistributedBatchSampler: global_batch_size " + std::to_string(g) +
-            " is not a multiple of micro_batch_size " + std::to_string(options.micro_batch_size) + " x world_size " +
-            std::to_string(world.world_size) + " (expected a positive multiple of " + std::to_string(round) + ")");
-      }
-      if (options.accumulation_steps != 1 && options.accumulation_steps != g / round) {
-        detail::throw_config_error("DistributedBatchSampler: accumulation_steps " +
-                                   std::to_string(options.accumulation_steps) + " disagrees with global_batch_size " +
-                                   std::to_string(g) + " (expected " + std::to_string(g / round) +
-                                   " = global_batch_size / (micro_batch_size x world_size); set only one of them)");
-      }
-      options.accumulation_steps = g / round;
-    }
-    // The layout validates the tail, the accumulation steps and that G fits 64 bits.
-    options.global_batch_size =
-        BatchLayout(0, 0, options.micro_batch_size, world.world_size, options.accumulation_steps, options.tail, who)
-            .global_batch_size();
+    resolve_batch_shape(options, world.world_size, who, "BatchSamplerOptions");
     return options;
   }
 

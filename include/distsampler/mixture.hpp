@@ -51,18 +51,15 @@ enum class MixtureEnd {
 ///     MixtureOptions().with_micro_batch_size(4).with_global_batch_size(64).with_seed(42)
 ///         .with_schedule({{1000, {0.2, 0.8}}}).with_end(MixtureEnd::steps, 5000)
 ///
-/// The order fields (shuffle, seed, tail; default tail drop) come from OrderOptions.
-/// `micro_batch_size`, `accumulation_steps` and `global_batch_size` are
-/// BatchSamplerOptions'. `mixing_block` (0 = the global batch size at construction) is
+/// The order fields (shuffle, seed, tail; default tail drop) come from OrderOptions,
+/// `micro_batch_size`, `accumulation_steps` and `global_batch_size` from BatchShapeOptions
+/// (as BatchSamplerOptions'). `mixing_block` (0 = the global batch size at construction) is
 /// the block over which proportions are exact and the unit of schedule steps; it defines
 /// the order, so a run that resumes with another global batch size sets it to the old one.
 /// `schedule` lists weight changes (steps strictly increasing from 1). `replacement`
 /// draws each sample of a source uniformly with replacement instead of walking the
 /// source's permutation.
-struct MixtureOptions : OrderOptions<MixtureOptions> {
-  std::uint64_t micro_batch_size = 0;
-  std::uint64_t accumulation_steps = 1;
-  std::uint64_t global_batch_size = 0;
+struct MixtureOptions : OrderOptions<MixtureOptions>, BatchShapeOptions<MixtureOptions> {
   std::uint64_t mixing_block = 0;
   MixtureEnd end = MixtureEnd::first_exhausted;
   std::uint64_t end_count = 0;  ///< positions (samples) or blocks (steps) for those ends
@@ -70,18 +67,6 @@ struct MixtureOptions : OrderOptions<MixtureOptions> {
   std::vector<WeightChange> schedule;
 
   MixtureOptions() noexcept : OrderOptions(Tail::drop) {}  // user-provided: not an aggregate
-  MixtureOptions& with_micro_batch_size(std::uint64_t value) noexcept {
-    micro_batch_size = value;
-    return *this;
-  }
-  MixtureOptions& with_accumulation_steps(std::uint64_t value) noexcept {
-    accumulation_steps = value;
-    return *this;
-  }
-  MixtureOptions& with_global_batch_size(std::uint64_t value) noexcept {
-    global_batch_size = value;
-    return *this;
-  }
   MixtureOptions& with_mixing_block(std::uint64_t value) noexcept {
     mixing_block = value;
     return *this;
@@ -134,8 +119,9 @@ struct SourceProgress {
 /// shuffle, tail, engine and a hash of sizes, block, schedule and end ("mixture settings").
 ///
 /// Throws config_error from the constructors (see MixtureSchedule for weights, sizes and
-/// schedule; micro_batch_size 0; G not a multiple of m*W; end_count 0 for samples or
-/// steps; an end past 2^64 positions; all_seen with a source whose weight ends at 0). Strong guarantee for set_epoch and
+/// schedule; micro_batch_size 0; G not a multiple of m*W or disagreeing with
+/// accumulation_steps; end_count 0 for samples or steps; an end past 2^64 positions;
+/// all_seen with a source whose weight ends at 0). Strong guarantee for set_epoch and
 /// resume. O(depth) per index (depth about log2 K) plus a Feistel evaluation; O(K)
 /// memory per schedule segment. Deterministic. Thread-safety: const members may run
 /// concurrently; set_epoch, next_epoch and resume must not race with anything.
@@ -311,23 +297,7 @@ class MixtureSampler {
 
   static MixtureOptions resolved(MixtureOptions options, const World& world) {
     const std::string w(who);
-    if (options.micro_batch_size == 0) {
-      detail::throw_config_error(w +
-                                 ": micro_batch_size is 0 (expected at least 1; set it with "
-                                 "MixtureOptions().with_micro_batch_size(m))");
-    }
-    if (options.global_batch_size != 0) {
-      const std::uint64_t round = BatchLayout::round_size(options.micro_batch_size, world.world_size, who);
-      if (options.global_batch_size % round != 0) {
-        detail::throw_config_error(w + ": global_batch_size " + std::to_string(options.global_batch_size) +
-                                   " is not a multiple of micro_batch_size x world_size " + std::to_string(round) +
-                                   " (expected a positive multiple of " + std::to_string(round) + ")");
-      }
-      options.accumulation_steps = options.global_batch_size / round;
-    }
-    options.global_batch_size =
-        BatchLayout(0, 0, options.micro_batch_size, world.world_size, options.accumulation_steps, options.tail, who)
-            .global_batch_size();
+    resolve_batch_shape(options, world.world_size, who, "MixtureOptions");
     if (options.mixing_block == 0) options.mixing_block = options.global_batch_size;
     if (options.end != MixtureEnd::first_exhausted && options.end != MixtureEnd::all_seen &&
         options.end != MixtureEnd::samples && options.end != MixtureEnd::steps) {

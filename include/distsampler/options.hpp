@@ -118,6 +118,43 @@ struct OrderOptions {
   constexpr Derived& self() noexcept { return static_cast<Derived&>(*this); }
 };
 
+/// The batch shape of the samplers that read micro-batches (DistributedBatchSampler,
+/// MixtureSampler): `micro_batch_size` m (required: the sampler throws config_error while
+/// it is 0), and the global batch G = m x world_size x accumulation_steps given either by
+/// `accumulation_steps` (default 1) or by `global_batch_size` (0 = not set), which the
+/// sampler resolves against its world (resolve_batch_shape in batch_layout.hpp). Setters
+/// return the derived options type, as OrderOptions'.
+template <class Derived>
+struct BatchShapeOptions {
+  std::uint64_t micro_batch_size = 0;    ///< m, samples per micro-batch (required)
+  std::uint64_t accumulation_steps = 1;  ///< K, micro-batches per rank per optimizer step
+  std::uint64_t global_batch_size = 0;   ///< G; 0 = follows from m, world_size and K
+
+  constexpr Derived& with_micro_batch_size(std::uint64_t value) noexcept {
+    micro_batch_size = value;
+    return self();
+  }
+  constexpr Derived& with_accumulation_steps(std::uint64_t value) noexcept {
+    accumulation_steps = value;
+    return self();
+  }
+  constexpr Derived& with_global_batch_size(std::uint64_t value) noexcept {
+    global_batch_size = value;
+    return self();
+  }
+
+ protected:
+  constexpr BatchShapeOptions() noexcept = default;
+  /// Equality of the three shape fields, for the derived types' operator==.
+  [[nodiscard]] constexpr bool same_batch_shape(const BatchShapeOptions& other) const noexcept {
+    return micro_batch_size == other.micro_batch_size && accumulation_steps == other.accumulation_steps &&
+           global_batch_size == other.global_batch_size;
+  }
+
+ private:
+  constexpr Derived& self() noexcept { return static_cast<Derived&>(*this); }
+};
+
 /// DistributedSampler's options, the same on every rank (unlike World). Set them by name:
 ///
 ///     SamplerOptions().with_seed(42).with_tail(Tail::drop)
@@ -140,11 +177,9 @@ struct SamplerOptions : OrderOptions<SamplerOptions> {
 ///     BatchSamplerOptions().with_micro_batch_size(8).with_accumulation_steps(2).with_seed(42)
 ///     BatchSamplerOptions().with_micro_batch_size(8).with_global_batch_size(512)
 ///
-/// `micro_batch_size` (m) is required: the sampler throws config_error while it is 0.
-/// The global batch G = m x world_size x accumulation_steps is given either by
-/// `accumulation_steps` (default 1) or by `global_batch_size` (0 = not set), which the
-/// sampler resolves against its world: accumulation_steps = G / (m x world_size). After
-/// construction the sampler's options() holds both, resolved.
+/// micro_batch_size, accumulation_steps and global_batch_size come from BatchShapeOptions
+/// (m required; G or K, resolved against the world: accumulation_steps = G / (m x
+/// world_size)). After construction the sampler's options() holds both, resolved.
 ///
 /// The tail defaults to drop (the last partial global batch is not read this epoch), as
 /// is usual for training. For the last R mod G positions of the epoch (R = positions
@@ -157,34 +192,17 @@ struct SamplerOptions : OrderOptions<SamplerOptions> {
 ///    W * K micro-batch slots of the step as evenly as possible (sizes differ by at most
 ///    1; a micro-batch is empty when fewer than W * K positions remain). Every rank still
 ///    runs the same number of steps and micro-batches; every position is read exactly once.
-struct BatchSamplerOptions : OrderOptions<BatchSamplerOptions> {
-  std::uint64_t micro_batch_size = 0;    ///< m, samples per micro-batch (required)
-  std::uint64_t accumulation_steps = 1;  ///< K, micro-batches per rank per optimizer step
-  std::uint64_t global_batch_size = 0;   ///< G; 0 = follows from m, world_size and K
+struct BatchSamplerOptions : OrderOptions<BatchSamplerOptions>, BatchShapeOptions<BatchSamplerOptions> {
   EpochMode epoch_mode = EpochMode::manual;
 
   constexpr BatchSamplerOptions() noexcept : OrderOptions(Tail::drop) {}  // user-provided: not an aggregate
-  constexpr BatchSamplerOptions& with_micro_batch_size(std::uint64_t value) noexcept {
-    micro_batch_size = value;
-    return *this;
-  }
-  constexpr BatchSamplerOptions& with_accumulation_steps(std::uint64_t value) noexcept {
-    accumulation_steps = value;
-    return *this;
-  }
-  constexpr BatchSamplerOptions& with_global_batch_size(std::uint64_t value) noexcept {
-    global_batch_size = value;
-    return *this;
-  }
   constexpr BatchSamplerOptions& with_epoch_mode(EpochMode value) noexcept {
     epoch_mode = value;
     return *this;
   }
 
   friend constexpr bool operator==(const BatchSamplerOptions& a, const BatchSamplerOptions& b) noexcept {
-    return a.same_order_options(b) && a.micro_batch_size == b.micro_batch_size &&
-           a.accumulation_steps == b.accumulation_steps && a.global_batch_size == b.global_batch_size &&
-           a.epoch_mode == b.epoch_mode;
+    return a.same_order_options(b) && a.same_batch_shape(b) && a.epoch_mode == b.epoch_mode;
   }
   friend constexpr bool operator!=(const BatchSamplerOptions& a, const BatchSamplerOptions& b) noexcept {
     return !(a == b);

@@ -9,7 +9,9 @@ the C++ library's (``distsampler._core`` is a binding of its headers).
 Submodules:
   - ``distsampler.torch``: drop-in ``DistributedSampler``, ``DistributedBatchSampler``,
     ``ShardStream`` for ``IterableDataset``, ``TokenBatchSampler`` (micro-batches under a
-    token budget, equal steps on every rank), and ``guard`` for ``torch.distributed``.
+    token budget, equal steps on every rank), ``MixtureBatchSampler`` (sources mixed in exact
+    per-step proportions), ``DistributedWeightedRandomSampler``, and ``guard`` for
+    ``torch.distributed``.
   - ``distsampler.verify``: partition checks for tests.
 
 Errors: ``ConfigError`` (bad configuration) and ``StateError`` (bad or mismatched saved

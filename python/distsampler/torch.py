@@ -13,6 +13,9 @@
 - ``TokenBatchSampler``: micro-batches under a token budget from per-sample lengths, the
   same number on every rank in every step (empty micro-batches flagged, never dropped),
   for a DataLoader's ``batch_sampler``; ``EmptyToNone`` is its ``collate_fn`` wrapper.
+- ``MixtureBatchSampler``: micro-batches mixing several sources in exact per-step
+  proportions, as global indices into their concatenation (``ConcatDataset``).
+- ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
 The world (rank and world size) comes from the explicit arguments when given, else from
@@ -41,6 +44,8 @@ __all__ = [
     "ShardSample",
     "TokenBatchSampler",
     "EmptyToNone",
+    "MixtureBatchSampler",
+    "DistributedWeightedRandomSampler",
     "guard",
     "default_torch_generation",
 ]
@@ -55,6 +60,7 @@ _STATE_FORMAT = 1
 _COSTS = ("padded", "linear", "quadratic")
 _OVERSIZE = ("error", "own_batch", "skip")
 _U32_MAX = (1 << 32) - 1
+_ENDS = ("first_exhausted", "all_seen", "samples", "steps")
 
 
 def default_torch_generation(version=None):
@@ -373,39 +379,20 @@ class DistributedSampler(_TorchDistributedSampler):
         return core.array(0, core.size) if as_numpy else core.chunk(0, core.size)
 
 
-class DistributedBatchSampler(Sampler):
-    """This rank's micro-batches of each optimizer step, for a DataLoader's ``batch_sampler``.
+class _StepSampler(Sampler):
+    """What the batch and mixture samplers share: a C++ sampler of optimizer steps, each of
+    ``accumulation_steps`` micro-batches per rank, its epoch, and its checkpoints."""
 
-    The global batch G = micro_batch_size x num_replicas x accumulation_steps; step s
-    consumes positions [s*G, (s+1)*G) of the epoch's global order, micro-batch round k
-    its next micro_batch_size x num_replicas, and rank r the r-th run of those. Yields
-    ``num_steps * accumulation_steps`` micro-batches: lists of ints, or int64 NumPy
-    arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
+    _who = ""
 
-    Give ``accumulation_steps`` (default 1) or ``global_batch_size`` (a multiple of
-    micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
-    partial global batch waits for the next epoch), ``"pad"`` (one more step, completed
-    from the epoch's start) or ``"uneven"`` (one more step with exactly the remaining
-    samples spread over the micro-batches; some may be empty, so that every rank runs the
-    same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
-
-    ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``; the state counts
-    positions of the global order, so it resumes on another world size, micro-batch size
-    or accumulation (elastic resume) with nothing repeated or skipped.
-    """
-
-    def __init__(self, dataset, micro_batch_size, num_replicas=None, rank=None, *, accumulation_steps=None,
-                 global_batch_size=None, shuffle=True, seed=0, tail="drop", order="feistel", torch_generation=None,
-                 as_numpy=False):
-        who = "DistributedBatchSampler"
+    def _shape(self, micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail):
+        who = self._who
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         if tail not in _TAILS:
             raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
         if accumulation_steps is not None and global_batch_size is not None:
             raise ConfigError(f"{who}: accumulation_steps {accumulation_steps} and global_batch_size "
                               f"{global_batch_size} were both given (expected one of them)")
-        self.torch_generation = _resolve_order(who, order, torch_generation)
-        self.dataset = dataset
         self.micro_batch_size = _unsigned(who, "micro_batch_size", micro_batch_size)
         self._accumulation = 1 if accumulation_steps is None else _unsigned(who, "accumulation_steps",
                                                                             accumulation_steps)
@@ -413,30 +400,24 @@ class DistributedBatchSampler(Sampler):
         if global_batch_size is not None and self._global == 0:
             raise ConfigError(f"{who}: global_batch_size is 0 (expected a positive multiple of micro_batch_size "
                               f"{self.micro_batch_size} x num_replicas {self.num_replicas})")
-        self.shuffle = bool(shuffle)
-        self.seed = seed
         self.tail = tail
-        self.order = order
-        self.as_numpy = bool(as_numpy)
         self.epoch = 0
-        self._base_key = self._config()
-        self._base = _core.batch_sampler(*self._base_key)
-        self.accumulation_steps = self._base.accumulation_steps
-        self.global_batch_size = self._base.global_batch_size
         self._pending = None
         self._prepared = None
         self._progress = None
 
-    def _config(self):
-        return (self.order, len(self.dataset), self.rank, self.num_replicas, self.micro_batch_size,
-                self._accumulation, self._global, self.shuffle, _seed64("DistributedBatchSampler", self.seed),
-                self.tail, self.torch_generation)
+    def _start(self):
+        """Builds the C++ sampler once the settings are in place (raises its ConfigError)."""
+        self._base_key = self._config()
+        self._base = self._build(self._base_key)
+        self.accumulation_steps = self._base.accumulation_steps
+        self.global_batch_size = self._base.global_batch_size
 
     def _cpp(self, epoch):
         """A private C++ sampler at the start of `epoch`."""
         key = self._config()
         if self._base is None or self._base_key != key:
-            self._base = _core.batch_sampler(*key)
+            self._base = self._build(key)
             self._base_key = key
         self._base.set_epoch(epoch)
         return self._base.copy()
@@ -446,14 +427,14 @@ class DistributedBatchSampler(Sampler):
         """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""
         if self._pending is not None:
             return self._prepared.num_steps
-        return self._cpp(_unsigned("DistributedBatchSampler", "epoch", self.epoch)).num_steps
+        return self._cpp(self.epoch).num_steps
 
     def __len__(self):
         return self.num_steps * self.accumulation_steps
 
     def set_epoch(self, epoch):
         """Selects the epoch. A loaded state of another epoch is discarded."""
-        e = _unsigned("DistributedBatchSampler", "epoch", epoch)
+        e = _unsigned(self._who, "epoch", epoch)
         if self._pending is not None and e != self.epoch:
             self._pending = self._prepared = None
         self.epoch = e
@@ -466,15 +447,7 @@ class DistributedBatchSampler(Sampler):
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
         self._progress = progress
-        total = core.num_steps * core.accumulation_steps
-        if self.as_numpy:
-            m = core.micro_batch_size
-
-            def fetch(first, count):
-                block, lengths = core.micro_batch_block(first, min(count, max(1, (1 << 16) // max(1, m))))
-                return [row if n == m else row[:n] for row, n in zip(block, lengths)]
-            return _generate(progress, fetch, total)
-        return _generate(progress, core.micro_batches, total)
+        return _generate(progress, self._fetcher(core), core.num_steps * core.accumulation_steps)
 
     def _resume_pass(self):
         # A generator, for the reason given in DistributedSampler._resume_pass.
@@ -482,22 +455,33 @@ class DistributedBatchSampler(Sampler):
         self._pending = self._prepared = None
         yield from self._pass(core)
 
-    def state_dict(self):
-        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so far."""
-        if self._pending is not None:
+    def state_dict(self, batches=None):
+        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so
+        far, or after the first ``batches`` micro-batches of the latest iteration on
+        every rank (a DataLoader with workers draws ahead: pass what the loop consumed)."""
+        if self._pending is not None and batches is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress
-        if p is not None and p.epoch == self.epoch:
-            k = p.core.accumulation_steps
-            taken = p.taken()
-            text = p.core.state(taken // k, taken % k)
+        if self._pending is not None:
+            core = self._prepared
+        elif p is not None and p.epoch == self.epoch:
+            core = p.core
         else:
-            text = self._cpp(self.epoch).state(0, 0)
-        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": text}
+            core = self._cpp(self.epoch)
+        k = core.accumulation_steps
+        if batches is None:
+            taken = p.taken() if p is not None and core is p.core else 0
+        else:
+            who = f"{self._who}.state_dict"
+            taken = _unsigned(who, "batches", batches)
+            if taken > core.num_steps * k:
+                raise ConfigError(f"{who}: batches {taken} exceeds the {core.num_steps * k} micro-batches of "
+                                  f"this rank's pass (expected 0..{core.num_steps * k})")
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(taken // k, taken % k)}
 
     def load_state_dict(self, state_dict):
         """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
-        text, epoch = _check_state_dict("DistributedBatchSampler.load_state_dict", state_dict)
+        text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
         core = self._cpp(epoch)
         core.resume(text)
         self._prepared = core
@@ -570,7 +554,7 @@ class EmptyToNone:
         return self.collate_fn(batch)
 
 
-class TokenBatchSampler(Sampler):
+class TokenBatchSampler(_StepSampler):
     """This rank's micro-batches under a token budget, for a DataLoader's ``batch_sampler``.
 
     ``lengths[i]`` is the token count of sample i (a NumPy array, a list, a CPU tensor or
@@ -609,6 +593,8 @@ class TokenBatchSampler(Sampler):
     After the resumed pass, the next ``__iter__`` is the whole epoch again (as torch). A
     state of other lengths or budget options is refused (``StateError``).
     """
+
+    _who = "TokenBatchSampler"
 
     def __init__(self, lengths, max_tokens, num_replicas=None, rank=None, *, accumulation_steps=1, cost="padded",
                  quadratic_q=1024, max_samples=None, batch_multiple=1, window=1 << 20, longest_first=False,
@@ -663,11 +649,6 @@ class TokenBatchSampler(Sampler):
         return self._cpp(self.epoch)
 
     @property
-    def num_steps(self):
-        """Optimizer steps in this epoch (or in what remains of a loaded state's epoch), equal on every rank."""
-        return self._current().num_steps
-
-    @property
     def stats(self):
         """The epoch's plan over every rank (the same dict on every rank): steps, micro_batches,
         empty_micro_batches, splits, merges, skipped_samples, oversize_batches, tokens, padded,
@@ -679,82 +660,71 @@ class TokenBatchSampler(Sampler):
         """The 64-bit hash of the lengths and budget options that saved states must match."""
         return self._base.layout_hash if self._base is not None else self._cpp(self.epoch).layout_hash
 
-    def __len__(self):
-        return self.num_steps * self.accumulation_steps
-
-    def set_epoch(self, epoch):
-        """Selects the epoch. A loaded state of another epoch is discarded."""
-        e = _unsigned("TokenBatchSampler", "epoch", epoch)
-        if self._pending is not None and e != self.epoch:
-            self._pending = self._prepared = None
-        self.epoch = e
-
-    def __iter__(self):
-        if self._pending is not None:
-            return self._resume_pass()
-        return self._pass(self._cpp(self.epoch))
-
-    def _pass(self, core):
-        progress = _Progress(core, core.epoch)
-        self._progress = progress
-        return _generate(progress, core.micro_batches, core.num_steps * core.accumulation_steps)
-
-    def _resume_pass(self):
-        # A generator, for the reason given in DistributedSampler._resume_pass.
-        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
-        self._pending = self._prepared = None
-        yield from self._pass(core)
-
     def micro_batch(self, step, k=0):
         """``(indices, tokens, padded, oversize)`` of this rank's micro-batch ``k`` of ``step``
         in the current epoch (random access; ``IndexError`` outside the epoch)."""
         return self._current().micro_batch(_unsigned("TokenBatchSampler", "step", step),
                                            _unsigned("TokenBatchSampler", "k", k))
 
-    def state_dict(self, batches=None):
-        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so
-        far, or after the first ``batches`` micro-batches of the latest iteration on every rank."""
-        who = "TokenBatchSampler.state_dict"
-        if self._pending is not None and batches is None:
-            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
-        p = self._progress
-        live = p is not None and p.epoch == self.epoch
-        if batches is not None:
-            core = self._prepared if self._pending is not None else p.core if live else self._cpp(self.epoch)
-            done = _unsigned(who, "batches", batches)
-        elif live:
-            core, done = p.core, p.taken()
-        else:
-            core, done = self._cpp(self.epoch), 0
-        k, total = core.accumulation_steps, core.num_steps * core.accumulation_steps
-        if done > total:
-            raise ConfigError(f"{who}: batches {done} exceeds the {total} micro-batches of this rank's pass "
-                              f"(expected 0..{total})")
-        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(done // k, done % k)}
+    def _fetcher(self, core):
+        return core.micro_batches
 
-    def load_state_dict(self, state_dict):
-        """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
-        text, epoch = _check_state_dict("TokenBatchSampler.load_state_dict", state_dict)
-        core = self._cpp(epoch)
-        core.resume(text)
-        self._prepared = core
-        self._pending = text
-        self.epoch = epoch
-        self._progress = None
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_base"] = state["_prepared"] = state["_progress"] = None
-        if state["_pending"] is not None:
-            state["_pending"] = None
-            state["_pickled_pending"] = self._pending
-        return state
+class DistributedBatchSampler(_StepSampler):
+    """This rank's micro-batches of each optimizer step, for a DataLoader's ``batch_sampler``.
 
-    def __setstate__(self, state):
-        pending = state.pop("_pickled_pending", None)
-        self.__dict__.update(state)
-        if pending is not None:
-            self.load_state_dict({"epoch": self.epoch, "state": pending})
+    The global batch G = micro_batch_size x num_replicas x accumulation_steps; step s
+    consumes positions [s*G, (s+1)*G) of the epoch's global order, micro-batch round k
+    its next micro_batch_size x num_replicas, and rank r the r-th run of those. Yields
+    ``num_steps * accumulation_steps`` micro-batches: lists of ints, or int64 NumPy
+    arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
+
+    Give ``accumulation_steps`` (default 1) or ``global_batch_size`` (a multiple of
+    micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
+    partial global batch waits for the next epoch), ``"pad"`` (one more step, completed
+    from the epoch's start) or ``"uneven"`` (one more step with exactly the remaining
+    samples spread over the micro-batches; some may be empty, so that every rank runs the
+    same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
+
+    ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``
+    (``state_dict(batches=...)`` with the micro-batches the loop consumed when
+    DataLoader workers draw ahead); the state counts positions of the global order, so it
+    resumes on another world size, micro-batch size or accumulation (elastic resume) with
+    nothing repeated or skipped.
+    """
+
+    _who = "DistributedBatchSampler"
+
+    def __init__(self, dataset, micro_batch_size, num_replicas=None, rank=None, *, accumulation_steps=None,
+                 global_batch_size=None, shuffle=True, seed=0, tail="drop", order="feistel", torch_generation=None,
+                 as_numpy=False):
+        self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail)
+        self.torch_generation = _resolve_order(self._who, order, torch_generation)
+        self.dataset = dataset
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.order = order
+        self.as_numpy = bool(as_numpy)
+        self._start()
+
+    def _config(self):
+        return (self.order, len(self.dataset), self.rank, self.num_replicas, self.micro_batch_size,
+                self._accumulation, self._global, self.shuffle, _seed64(self._who, self.seed), self.tail,
+                self.torch_generation)
+
+    @staticmethod
+    def _build(key):
+        return _core.batch_sampler(*key)
+
+    def _fetcher(self, core):
+        if not self.as_numpy:
+            return core.micro_batches
+        m = core.micro_batch_size
+
+        def fetch(first, count):
+            block, lengths = core.micro_batch_block(first, min(count, max(1, (1 << 16) // max(1, m))))
+            return [row if n == m else row[:n] for row, n in zip(block, lengths)]
+        return fetch
 
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"])
@@ -851,6 +821,220 @@ class ShardStream:
         self.epoch = epoch
 
 
+def _weights(who, name, weights):
+    """A list of floats from a sequence or a 1-D tensor of numbers."""
+    if isinstance(weights, torch.Tensor):
+        if weights.dim() != 1:
+            raise ConfigError(f"{who}: {name} is a {weights.dim()}-D tensor (expected a 1-D sequence of weights)")
+        return [float(w) for w in weights.tolist()]
+    try:
+        return [float(w) for w in weights]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{who}: {name} {weights!r} is not a sequence of numbers (expected floats >= 0)") from None
+
+
+class MixtureBatchSampler(_StepSampler):
+    """This rank's micro-batches of a mixture of sources, for a DataLoader's ``batch_sampler``.
+
+    ``sources`` are the datasets (anything with ``len()``) or their sizes, in the order of
+    a ``torch.utils.data.ConcatDataset`` over them; ``weights`` their shares of every
+    global batch (any non-negative scale). Every global batch of G = micro_batch_size x
+    num_replicas x accumulation_steps samples holds floor(G w_i) or ceil(G w_i) samples of
+    source i; each source walks its own shuffled order without replacement and starts a
+    new one when exhausted, independently of the others. Ranks and micro-batches split
+    each global batch as ``DistributedBatchSampler`` does (disjoint positions).
+
+    Yields ``len(self)`` micro-batches (the same count on every rank): lists of global
+    indices ``offsets[source] + index`` into the concatenation, or of ``(source, index)``
+    pairs with ``as_pairs=True``. ``pairs_of(global_indices)`` converts back.
+
+    ``end``: where the mixture epoch stops: ``"first_exhausted"`` (default; when the first
+    source finishes its pass, so nothing repeats), ``"all_seen"`` (when the last one
+    does), ``"samples"`` or ``"steps"`` (after ``end_count`` of them). ``schedule``: weight
+    changes as ``[(step, weights), ...]`` (steps strictly increasing from 1).
+    ``replacement=True`` draws each source's samples uniformly with replacement.
+
+    ``state_dict(batches=None)`` records the position reached (of the global
+    stream, so it loads on another world size or accumulation with the same global batch);
+    ``batches`` is the number of micro-batches every rank consumed in the latest
+    iteration (a DataLoader with workers draws ahead; pass what the training loop got).
+    ``load_state_dict`` takes effect at the next ``__iter__``. Raises ``ConfigError`` /
+    ``StateError`` (``ValueError``) with the C++ library's message.
+    """
+
+    _who = "MixtureBatchSampler"
+
+    def __init__(self, sources, weights, micro_batch_size, num_replicas=None, rank=None, *, accumulation_steps=None,
+                 global_batch_size=None, shuffle=True, seed=0, tail="drop", end="first_exhausted", end_count=None,
+                 replacement=False, schedule=None, mixing_block=None, as_pairs=False):
+        who = self._who
+        self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail)
+        if end not in _ENDS:
+            raise ConfigError(f'{who}: end {end!r} is unknown (expected "first_exhausted", "all_seen", "samples" '
+                              'or "steps")')
+        if (end in ("samples", "steps")) != (end_count is not None):
+            raise ConfigError(f'{who}: end_count {end_count!r} does not go with end="{end}" (expected end_count for '
+                              'end="samples" or "steps" only)')
+        self.source_sizes = [_unsigned(who, "source size", len(s) if hasattr(s, "__len__") else s) for s in sources]
+        self.offsets = []
+        total = 0
+        for size in self.source_sizes:
+            self.offsets.append(total)
+            total += size
+        self.weights = _weights(who, "weights", weights)
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.end = end
+        self.end_count = 0 if end_count is None else _unsigned(who, "end_count", end_count)
+        self.replacement = bool(replacement)
+        self.schedule = [(_unsigned(who, "schedule step", step), _weights(who, "schedule weights", w))
+                         for step, w in (schedule or [])]
+        self._block = 0 if mixing_block is None else _unsigned(who, "mixing_block", mixing_block)
+        self.as_pairs = bool(as_pairs)
+        self._start()
+        self.mixing_block = self._base.mixing_block
+
+    @property
+    def dataset_size(self):
+        """Samples of all sources together (the concatenation's length)."""
+        return sum(self.source_sizes)
+
+    def _config(self):
+        return (self.source_sizes, self.weights, self.rank, self.num_replicas, self.micro_batch_size,
+                self._accumulation, self._global, self.shuffle, _seed64(self._who, self.seed), self.tail,
+                self.end, self.end_count, self.replacement, self._block, self.schedule)
+
+    @staticmethod
+    def _build(key):
+        return _core.mixture_sampler(*key)
+
+    def pairs_of(self, global_indices):
+        """``(source, index)`` of each global index of the concatenation."""
+        out = []
+        for g in global_indices:
+            g = _unsigned("MixtureBatchSampler.pairs_of", "index", g)
+            if g >= self.dataset_size:
+                raise ConfigError(f"MixtureBatchSampler.pairs_of: index {g} is out of range for the "
+                                  f"{self.dataset_size} samples of the sources (expected 0..{self.dataset_size - 1})")
+            source = max(i for i, o in enumerate(self.offsets) if o <= g and self.source_sizes[i] > 0)
+            out.append((source, g - self.offsets[source]))
+        return out
+
+    def _fetcher(self, core):
+        if self.as_pairs:
+            return core.micro_batches
+        offsets = self.offsets
+
+        def fetch(first, count):
+            return [[offsets[s] + i for s, i in batch] for batch in core.micro_batches(first, count)]
+        return fetch
+
+
+class DistributedWeightedRandomSampler(Sampler):
+    """torch's ``WeightedRandomSampler``, distributed: for a DataLoader's ``sampler``.
+
+    Each epoch draws ``num_samples`` indices in total (not per rank) with probability
+    proportional to ``weights``: with ``replacement`` (default) each draw independently
+    (an alias table; O(1) per index, random access), without it a weighted shuffle
+    (``num_samples`` at most the number of positive weights). Rank r reads positions r,
+    r + num_replicas, ... of the epoch's draws, so ranks read disjoint positions; ``tail``
+    ``"pad"`` (default; every rank the same count), ``"drop"`` or ``"uneven"``. Draws are
+    keyed by (seed, epoch, position), not by a torch generator: call ``set_epoch`` for new
+    draws, as with ``DistributedSampler``.
+
+    ``state_dict(samples=None)`` / ``load_state_dict`` as ``DistributedSampler``.
+    """
+
+    def __init__(self, weights, num_samples, replacement=True, num_replicas=None, rank=None, *, seed=0, tail="pad"):
+        who = "DistributedWeightedRandomSampler"
+        self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
+        if not isinstance(replacement, bool):
+            raise ConfigError(f"{who}: replacement {replacement!r} is not a bool (expected True or False)")
+        if tail not in _TAILS:
+            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        self.weights = _weights(who, "weights", weights)
+        self.num_samples = _unsigned(who, "num_samples", num_samples)
+        if self.num_samples == 0:
+            raise ConfigError(f"{who}: num_samples is 0 (expected a positive number of draws per epoch)")
+        self.replacement = replacement
+        self.seed = seed
+        self.shuffle = True
+        self.tail = tail
+        self.epoch = 0
+        self._base = _core.weighted_sampler(*self._config())
+        self._pending = None
+        self._progress = None
+        self._cache = None
+
+    def _config(self):
+        return (self.weights, self.rank, self.num_replicas, self.num_samples, self.replacement,
+                _seed64("DistributedWeightedRandomSampler", self.seed), self.tail)
+
+    def _core_at(self, epoch):
+        # Cached: without replacement an epoch's order costs O(N log N) to build; cores are read-only.
+        pending = self._pending if epoch == self.epoch else None
+        if self._cache is None or self._cache[0] != (epoch, pending):
+            core = self._base.copy()
+            if pending is not None:
+                core.resume(pending)
+            else:
+                core.set_epoch(epoch)
+            self._cache = ((epoch, pending), core)
+        return self._cache[1]
+
+    def __len__(self):
+        return self._core_at(self.epoch).size
+
+    def set_epoch(self, epoch):
+        """Selects the epoch (new draws). A loaded state of another epoch is discarded."""
+        e = _unsigned("DistributedWeightedRandomSampler", "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = None
+        self.epoch = e
+
+    def __iter__(self):
+        return self._iterate()
+
+    def _iterate(self):
+        # A generator: a loaded state is taken at the first next() (see DistributedSampler).
+        core = self._core_at(self.epoch)
+        self._pending = None
+        progress = _Progress(core, core.epoch)
+        self._progress = progress
+        yield from _generate(progress, core.chunk, core.size)
+
+    def state_dict(self, samples=None):
+        """``{"format": 1, "epoch": e, "state": text}``: what the latest iteration handed
+        out, or its first ``samples`` indices on every rank."""
+        if self._pending is not None and samples is None:
+            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+        p = self._progress
+        current = p is not None and p.epoch == self.epoch and self._pending is None
+        core = p.core if current else self._core_at(self.epoch)
+        if samples is None:
+            done = p.taken() if p is not None and core is p.core else 0
+        else:
+            done = _unsigned("DistributedWeightedRandomSampler.state_dict", "samples", samples)
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(done)}
+
+    def load_state_dict(self, state_dict):
+        """Validates now (``StateError`` with the C++ message); the next ``__iter__`` resumes."""
+        text, epoch = _check_state_dict("DistributedWeightedRandomSampler.load_state_dict", state_dict)
+        self._base.copy().resume(text)
+        self._pending = text
+        self.epoch = epoch
+        self._progress = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_base"] = state["_progress"] = state["_cache"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._base = _core.weighted_sampler(*self._config())
+
+
 def _describe(sampler):
     # What every rank must agree on, and what differs by rank.
     layout, accumulation = 0, getattr(sampler, "accumulation_steps", 1)
@@ -861,6 +1045,10 @@ def _describe(sampler):
         size = len(sampler.lengths)
         kind, order, batch = "TokenBatchSampler", "feistel", 0
         layout = f"{sampler.layout_hash:#018x}"  # the lengths and budget options
+    elif isinstance(sampler, (MixtureBatchSampler, DistributedWeightedRandomSampler)):
+        size = sampler.dataset_size if isinstance(sampler, MixtureBatchSampler) else len(sampler.weights)
+        kind, order = type(sampler).__name__, "feistel"
+        batch = getattr(sampler, "global_batch_size", 0)
     else:
         size = len(sampler.dataset)
         kind = type(sampler).__name__

@@ -3,6 +3,7 @@
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Sized, Tuple, Union
 
 import numpy as np
+import torch
 import torch.utils.data.distributed
 from torch.utils.data import Sampler
 
@@ -44,18 +45,26 @@ class DistributedSampler(torch.utils.data.distributed.DistributedSampler):
     def is_padding(self, i: int) -> bool: ...
     def indices(self, as_numpy: bool = ...) -> Union[List[int], np.ndarray]: ...
 
-class DistributedBatchSampler(Sampler[Union[List[int], np.ndarray]]):
-    dataset: Sized
+class _StepSampler(Sampler[Any]):
     num_replicas: int
     rank: int
     epoch: int
     seed: int
     shuffle: bool
     tail: str
-    order: str
     micro_batch_size: int
     accumulation_steps: int
     global_batch_size: int
+    @property
+    def num_steps(self) -> int: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self, batches: Optional[int] = ...) -> StateDict: ...
+    def load_state_dict(self, state_dict: StateDict) -> None: ...
+
+class DistributedBatchSampler(_StepSampler):
+    dataset: Sized
+    order: str
     as_numpy: bool
     def __init__(
         self,
@@ -73,13 +82,7 @@ class DistributedBatchSampler(Sampler[Union[List[int], np.ndarray]]):
         torch_generation: Optional[str] = ...,
         as_numpy: bool = ...,
     ) -> None: ...
-    @property
-    def num_steps(self) -> int: ...
     def __iter__(self) -> Iterator[Union[List[int], np.ndarray]]: ...
-    def __len__(self) -> int: ...
-    def set_epoch(self, epoch: int) -> None: ...
-    def state_dict(self) -> StateDict: ...
-    def load_state_dict(self, state_dict: StateDict) -> None: ...
 
 class ShardSample(NamedTuple):
     shard: int
@@ -167,3 +170,65 @@ class TokenBatchSampler(Sampler[List[int]]):
     def load_state_dict(self, state_dict: StateDict) -> None: ...
 
 def guard(sampler: Any, group: Any = ...) -> List[Dict[str, Any]]: ...
+
+class MixtureBatchSampler(_StepSampler):
+    source_sizes: List[int]
+    offsets: List[int]
+    weights: List[float]
+    end: str
+    end_count: int
+    replacement: bool
+    schedule: List[Tuple[int, List[float]]]
+    mixing_block: int
+    as_pairs: bool
+    def __init__(
+        self,
+        sources: Sequence[Union[int, Sized]],
+        weights: Union[Sequence[float], torch.Tensor],
+        micro_batch_size: int,
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        *,
+        accumulation_steps: Optional[int] = ...,
+        global_batch_size: Optional[int] = ...,
+        shuffle: bool = ...,
+        seed: int = ...,
+        tail: str = ...,
+        end: str = ...,
+        end_count: Optional[int] = ...,
+        replacement: bool = ...,
+        schedule: Optional[Sequence[Tuple[int, Sequence[float]]]] = ...,
+        mixing_block: Optional[int] = ...,
+        as_pairs: bool = ...,
+    ) -> None: ...
+    @property
+    def dataset_size(self) -> int: ...
+    def __iter__(self) -> Iterator[Union[List[int], List[Tuple[int, int]]]]: ...
+    def pairs_of(self, global_indices: Sequence[int]) -> List[Tuple[int, int]]: ...
+
+class DistributedWeightedRandomSampler(Sampler[int]):
+    weights: List[float]
+    num_samples: int
+    replacement: bool
+    num_replicas: int
+    rank: int
+    epoch: int
+    seed: int
+    shuffle: bool
+    tail: str
+    def __init__(
+        self,
+        weights: Union[Sequence[float], torch.Tensor],
+        num_samples: int,
+        replacement: bool = ...,
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        *,
+        seed: int = ...,
+        tail: str = ...,
+    ) -> None: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self, samples: Optional[int] = ...) -> StateDict: ...
+    def load_state_dict(self, state_dict: StateDict) -> None: ...

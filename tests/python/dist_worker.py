@@ -11,8 +11,8 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
-from distsampler.torch import (DistributedBatchSampler, DistributedSampler, EmptyToNone, ShardStream,
-                                TokenBatchSampler, guard)
+from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
+                               EmptyToNone, MixtureBatchSampler, ShardStream, TokenBatchSampler, guard)
 
 TOKEN_N, TOKEN_BUDGET, TOKEN_WINDOW = 1003, 600, 100  # the last window of 3 samples gives empty micro-batches
 
@@ -77,6 +77,53 @@ def train_on_token_batches(loader, accumulation, limit=None, group=None):
             if limit is not None and len(counts) == limit:
                 break  # before the loader asks its sampler for more
     return read, counts
+class Shifted(Indices):
+    """Sample i is offset + i: in a ConcatDataset with offset = the samples before it, a sample is its global index."""
+
+    def __init__(self, n, offset):
+        super().__init__(n)
+        self.offset = offset
+
+    def __getitem__(self, i):
+        return self.offset + i
+
+
+MIX_SIZES = [300, 120, 45]
+MIX_WEIGHTS = [0.5, 0.3, 0.2]
+
+
+def mixture_scenario(rank):
+    """The mixture and weighted samplers over torch.distributed: what this rank's DataLoaders yielded."""
+    sources = [Shifted(n, sum(MIX_SIZES[:j])) for j, n in enumerate(MIX_SIZES)]
+    data = torch.utils.data.ConcatDataset(sources)
+    out = {}
+    batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, seed=11, end="all_seen")
+    guard(batches)
+    loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
+    out["len"] = len(batches)
+    out["batches"] = [[int(i) for i in b] for b in loader]
+    weighted = DistributedWeightedRandomSampler([1.0, 2.0, 3.0, 4.0, 0.0, 10.0], 6000, seed=4)
+    guard(weighted)
+    out["weighted"] = indices_of(DataLoader(Indices(6), batch_size=50, sampler=weighted))
+
+    # Processes {0, 1} and {2, 3} each train as a world of 2: stop after 5 micro-batches (the loader's
+    # workers drew ahead), save, then a new sampler of another batch shape (same global batch) loads the
+    # state from its JSON text and reads the rest.
+    groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    group, pair_rank = groups[rank // 2], rank % 2
+    shape = dict(seed=12, end="samples", end_count=232, num_replicas=2, rank=pair_rank)
+    batches = MixtureBatchSampler(sources, MIX_WEIGHTS, 4, accumulation_steps=2, **shape)
+    loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
+    out["read"] = indices_of(loader, limit=5)
+    out["state"] = batches.state_dict(batches=5)
+    del loader, batches
+    saved = [None, None]
+    dist.all_gather_object(saved, out["state"], group=group)
+    out["all_equal"] = saved[0] == saved[1]
+    resumed = MixtureBatchSampler(sources, MIX_WEIGHTS, 8, global_batch_size=16, **shape)
+    resumed.load_state_dict(json.loads(json.dumps(saved[0])))
+    out["rest"] = indices_of(DataLoader(data, batch_sampler=resumed, num_workers=2, collate_fn=as_list))
+    return out
 
 
 def main():
@@ -188,6 +235,8 @@ def main():
                 result["resumed_len"] = len(resumed)
                 loader = DataLoader(data, batch_sampler=resumed, collate_fn=EmptyToNone(), num_workers=2)
                 result["resumed_read"], result["resumed_counts"] = train_on_token_batches(loader, 3, group=pair)
+        elif scenario == "mixture":
+            result.update(mixture_scenario(rank))
         else:
             raise SystemExit(f"unknown scenario {scenario}")
     finally:
