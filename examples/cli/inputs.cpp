@@ -181,16 +181,6 @@ std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_v
   return parse_list(flag, list, source_kind);
 }
 
-}  // namespace
-
-std::vector<std::uint64_t> parse_shard_list(std::string_view flag, std::string_view list) {
-  return parse_decimal_list(flag, list, " (the most shards reads)");
-}
-
-std::vector<std::uint64_t> parse_count_list(std::string_view flag, std::string_view list) {
-  return parse_decimal_list(flag, list, "");
-}
-
 std::vector<double> parse_weights(std::string_view flag, std::string_view list, std::string_view what) {
   std::vector<double> out;
   std::size_t at = 0;
