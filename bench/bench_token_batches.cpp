@@ -365,22 +365,29 @@ Result measured(const std::string& method, const std::vector<std::uint32_t>& len
 }  // namespace
 
 int main(int argc, char** argv) {
-  // BUDGET [--window M] [--tokens-only] N [N ...]
+  // BUDGET [--window M] [--tokens-only | --method NAME] [--lengths KIND] N [N ...]
+  // (--method and --lengths run one row per N, for timing one method as a whole process)
   std::uint64_t window = std::uint64_t{1} << 20;
-  bool tokens_only = false;
+  std::string only_method, only_kind;
   std::vector<std::uint64_t> sizes;
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--window" && a + 1 < argc) {
       window = std::strtoull(argv[++a], nullptr, 10);
     } else if (arg == "--tokens-only") {
-      tokens_only = true;
+      only_method = "tokens";
+    } else if (arg == "--method" && a + 1 < argc) {
+      only_method = argv[++a];
+    } else if (arg == "--lengths" && a + 1 < argc) {
+      only_kind = argv[++a];
     } else {
       sizes.push_back(std::strtoull(arg.c_str(), nullptr, 10));
     }
   }
   if (argc < 3 || sizes.empty() || window == 0) {
-    std::fprintf(stderr, "usage: bench_token_batches BUDGET [--window M] [--tokens-only] N [N ...]\n");
+    std::fprintf(stderr,
+                 "usage: bench_token_batches BUDGET [--window M] [--tokens-only | --method tokens|fairseq|hf|lhotse] "
+                 "[--lengths lognormal|mixture] N [N ...]\n");
     return 2;
   }
   const std::uint64_t budget = std::strtoull(argv[1], nullptr, 10);
@@ -391,9 +398,10 @@ int main(int argc, char** argv) {
       "step ratio mean / max | plan CPU s | extra MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::uint64_t n : sizes) {
     for (const std::string kind : {"lognormal", "mixture"}) {
+      if (!only_kind.empty() && kind != only_kind) continue;
       const std::vector<std::uint32_t> len = make_lengths(kind, n);
       for (const std::string method : {"tokens", "fairseq", "hf", "lhotse"}) {
-        if (tokens_only && method != "tokens") continue;
+        if (!only_method.empty() && method != only_method) continue;
         const Result r = measured(method, len, budget, window);
         std::printf("| %s | %llu | %s | %.5f | %llu..%llu | %llu | %llu | %.3f / %.2f | %.2f | %.1f |\n", kind.c_str(),
                     static_cast<unsigned long long>(n), method.c_str(), r.efficiency,
