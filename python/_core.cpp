@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -308,20 +309,31 @@ class TokenCore {
   mutable std::optional<ds::TokenWindow> window_;
 };
 
+// The enumerator named `text` among `named` (name, value) pairs, or a config_error
+// "who: what \"text\" is unknown (expected \"a\", \"b\" or \"c\")".
+template <class E>
+E enum_named(const std::string& text, const char* who, const char* what,
+             std::initializer_list<std::pair<const char*, E>> named) {
+  std::string expected;
+  std::size_t i = 0;
+  for (const auto& [name, value] : named) {
+    if (text == name) return value;
+    expected += std::string(i == 0 ? "" : i + 1 == named.size() ? " or " : ", ") + '"' + name + '"';
+    ++i;
+  }
+  throw ds::config_error(std::string(who) + ": " + what + " \"" + text + "\" is unknown (expected " + expected + ")");
+}
+
 ds::TokenCost token_cost_of(const std::string& text) {
-  if (text == "padded") return ds::TokenCost::padded;
-  if (text == "linear") return ds::TokenCost::linear;
-  if (text == "quadratic") return ds::TokenCost::quadratic;
-  throw ds::config_error("TokenBatchSampler: cost \"" + text +
-                         "\" is unknown (expected \"padded\", \"linear\" or \"quadratic\")");
+  return enum_named<ds::TokenCost>(
+      text, "TokenBatchSampler", "cost",
+      {{"padded", ds::TokenCost::padded}, {"linear", ds::TokenCost::linear}, {"quadratic", ds::TokenCost::quadratic}});
 }
 
 ds::Oversize oversize_of(const std::string& text) {
-  if (text == "error") return ds::Oversize::error;
-  if (text == "own_batch") return ds::Oversize::own_batch;
-  if (text == "skip") return ds::Oversize::skip;
-  throw ds::config_error("TokenBatchSampler: oversize \"" + text +
-                         "\" is unknown (expected \"error\", \"own_batch\" or \"skip\")");
+  return enum_named<ds::Oversize>(
+      text, "TokenBatchSampler", "oversize",
+      {{"error", ds::Oversize::error}, {"own_batch", ds::Oversize::own_batch}, {"skip", ds::Oversize::skip}});
 }
 
 // The lengths as the sampler reads them: a 1-D C-contiguous uint32 array (the Python
@@ -407,12 +419,11 @@ ds::Tail tail_of(const std::string& text) { return ds::parse_tail(text, "tail");
 ds::World make_world(std::uint64_t rank, std::uint64_t world_size) { return ds::World(rank, world_size); }
 
 ds::MixtureEnd mixture_end(const std::string& end) {
-  if (end == "first_exhausted") return ds::MixtureEnd::first_exhausted;
-  if (end == "all_seen") return ds::MixtureEnd::all_seen;
-  if (end == "samples") return ds::MixtureEnd::samples;
-  if (end == "steps") return ds::MixtureEnd::steps;
-  throw ds::config_error("MixtureSampler: end \"" + end +
-                         "\" is unknown (expected \"first_exhausted\", \"all_seen\", \"samples\" or \"steps\")");
+  return enum_named<ds::MixtureEnd>(end, "MixtureSampler", "end",
+                                    {{"first_exhausted", ds::MixtureEnd::first_exhausted},
+                                     {"all_seen", ds::MixtureEnd::all_seen},
+                                     {"samples", ds::MixtureEnd::samples},
+                                     {"steps", ds::MixtureEnd::steps}});
 }
 
 // global_batch 0: accumulation_steps decides the global batch (as batch_options).

@@ -133,11 +133,15 @@ def _resolve_world(who, num_replicas, rank):
     return world_size, r
 
 
+def _check_tail(who, tail):
+    if tail not in _TAILS:
+        raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+
+
 def _resolve_tail(who, tail, drop_last):
     if tail is None:
         return "drop" if drop_last else "pad"
-    if tail not in _TAILS:
-        raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+    _check_tail(who, tail)
     if drop_last and tail != "drop":
         raise ConfigError(
             f'{who}: drop_last=True conflicts with tail="{tail}" (drop_last=True means tail="drop"; pass one of them)'
@@ -388,8 +392,7 @@ class _StepSampler(Sampler):
     def _shape(self, micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail):
         who = self._who
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
-        if tail not in _TAILS:
-            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        _check_tail(who, tail)
         if accumulation_steps is not None and global_batch_size is not None:
             raise ConfigError(f"{who}: accumulation_steps {accumulation_steps} and global_batch_size "
                               f"{global_batch_size} were both given (expected one of them)")
@@ -754,8 +757,7 @@ class ShardStream:
     def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):
         who = "ShardStream"
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
-        if tail not in _TAILS:
-            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        _check_tail(who, tail)
         self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
         self.shuffle = bool(shuffle)
         self.seed = seed
@@ -950,8 +952,7 @@ class DistributedWeightedRandomSampler(Sampler):
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         if not isinstance(replacement, bool):
             raise ConfigError(f"{who}: replacement {replacement!r} is not a bool (expected True or False)")
-        if tail not in _TAILS:
-            raise ConfigError(f'{who}: tail {tail!r} is unknown (expected "pad", "drop" or "uneven")')
+        _check_tail(who, tail)
         self.weights = _weights(who, "weights", weights)
         self.num_samples = _unsigned(who, "num_samples", num_samples)
         if self.num_samples == 0:
