@@ -34,6 +34,22 @@ using distsampler::World;
 
 namespace {
 
+// Under AddressSanitizer (unoptimised) a TorchRandperm of 100003 values takes about 5 ms,
+// and the golden file has 4032 such rows: sanitized builds check every row up to N = 4096
+// and every 8th larger row (every code path, a sixth of the time); the unsanitized build
+// checks them all.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool check_every_large_row = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool check_every_large_row = false;
+#else
+constexpr bool check_every_large_row = true;
+#endif
+#else
+constexpr bool check_every_large_row = true;
+#endif
+
 // The coverage make_torch_golden.py generates; the row counts below follow from it.
 // A truncated or regenerated-with-less-coverage file fails the count checks.
 constexpr std::uint64_t sizes_count = 11;       // N in {0, 1, 2, 3, 7, 10, 16, 100, 1000, 4096, 100003}
@@ -346,7 +362,10 @@ TEST_CASE("DistributedSampler<TorchRandperm> yields torch's DistributedSampler i
 
   Mismatches mismatches, padding_mismatches;
   std::vector<std::uint64_t> got;
+  std::uint64_t large_rows = 0, checked = 0;
   for (const Row& row : g.sampler) {
+    if (row.n > 4096 && large_rows++ % 8 != 0 && !check_every_large_row) continue;
+    ++checked;
     const auto sampler = make_sampler(row, row.seed, row.epoch);
     const std::string why = compare(row, sampler, got);
     if (!why.empty()) {
@@ -358,6 +377,7 @@ TEST_CASE("DistributedSampler<TorchRandperm> yields torch's DistributedSampler i
   }
   CHECK(mismatches.count() == 0);
   CHECK(padding_mismatches.count() == 0);
+  CHECK(checked == (check_every_large_row ? g.sampler.size() : g.sampler.size() - large_rows + (large_rows + 7) / 8));
 }
 
 TEST_CASE("is_padding flags exactly the duplicates in torch's full lists", "[golden][torch]") {

@@ -1,8 +1,10 @@
-# One process of the torch.distributed (gloo) tests: runs a scenario and writes what its DataLoader yielded as JSON.
+# Processes of the torch.distributed (gloo) tests: run scenarios in one process group, write what their DataLoaders yielded.
 # SPDX-License-Identifier: MIT
 import datetime
 import json
+import os
 import sys
+import traceback
 
 import numpy as np
 
@@ -126,123 +128,151 @@ def mixture_scenario(rank):
     return out
 
 
+def scenario_cover(rank, world, data, arg):
+    result = {}
+    sampler = DistributedSampler(data, seed=5)  # world from torch.distributed
+    result["world"] = [sampler.rank, sampler.num_replicas]
+    guard(sampler)
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        loader = DataLoader(data, batch_size=16, sampler=sampler, num_workers=2)
+        result[f"epoch{epoch}"] = indices_of(loader)
+        result[f"padding{epoch}"] = [sampler.is_padding(i) for i in range(len(sampler))]
+    return result
+
+
+def scenario_guard(rank, world, data, arg):
+    result = {}
+    seed = 43 if rank == 2 else 42  # rank 2 made the shuffle(42 + rank) mistake
+    sampler = DistributedSampler(data, seed=seed)
+    try:
+        guard(sampler)
+        result["error"] = None
+    except distsampler.ConfigError as e:
+        result["error"] = str(e)
+    cases = {
+        "torch_error": torch.utils.data.distributed.DistributedSampler(data, seed=42, drop_last=rank == 1),
+        "size_error": DistributedSampler(Indices(1000) if rank == 3 else data, seed=42),
+        "world_error": DistributedSampler(data, num_replicas=3 if rank == 1 else 4, rank=rank, seed=42),
+        "batch_error": DistributedBatchSampler(data, 4, accumulation_steps=2, seed=1),
+        "shard_error": ShardStream([10, 20, 30], seed=3),
+        "shard_seed_error": ShardStream([10, 20, 30], seed=3 + (rank == 3)),
+    }
+    for name, s in cases.items():
+        try:
+            guard(s)
+            result[name] = None
+        except distsampler.ConfigError as e:
+            result[name] = str(e)
+    return result
+
+
+def scenario_save(rank, world, data, arg):
+    # Every rank reads 5 batches, then the run stops; rank 0 saves the state.
+    result = {}
+    sampler = DistributedSampler(data, seed=8, tail="uneven")
+    sampler.set_epoch(3)
+    loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
+    result["read"] = indices_of(loader, limit=5)
+    result["state"] = sampler.state_dict(samples=5 * 10)
+    saved = [None] * world
+    dist.all_gather_object(saved, result["state"])
+    result["all_equal"] = all(s == saved[0] for s in saved)
+    return result
+
+
+def scenario_resume(rank, world, data, state_path):
+    with open(state_path) as f:
+        state = json.load(f)
+    sampler = DistributedSampler(data, seed=8, tail="uneven")
+    sampler.load_state_dict(state)
+    sampler.set_epoch(3)
+    loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
+    return {"read": indices_of(loader)}
+
+
+def scenario_batch_save(rank, world, data, arg):
+    batches = DistributedBatchSampler(data, 4, accumulation_steps=2, seed=2, tail="uneven")
+    loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
+    return {"read": indices_of(loader, limit=7), "state": batches.state_dict()}
+
+
+def scenario_batch_resume(rank, world, data, state_path):
+    with open(state_path) as f:
+        state = json.load(f)
+    batches = DistributedBatchSampler(data, 3, global_batch_size=12, seed=2, tail="uneven")
+    batches.load_state_dict(state)
+    loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
+    return {"read": indices_of(loader)}
+
+
+def scenario_tokens(rank, world, data, state_path):
+    result = {}
+    lengths = token_lengths()
+    data = Indices(TOKEN_N)
+    sampler = TokenBatchSampler(lengths, TOKEN_BUDGET, accumulation_steps=2, window=TOKEN_WINDOW, seed=5)
+    guard(sampler)
+    result["len"] = len(sampler)
+    result["empty_total"] = sampler.stats["empty_micro_batches"]
+    loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone())
+    result["epoch0"], result["counts0"] = train_on_token_batches(loader, 2)
+    other = TokenBatchSampler(lengths, TOKEN_BUDGET + (rank == 3), accumulation_steps=2, window=TOKEN_WINDOW, seed=5)
+    try:
+        guard(other)
+        result["budget_error"] = None
+    except distsampler.ConfigError as e:
+        result["budget_error"] = str(e)
+    # Epoch 1: stop after 5 steps and save (the workers drew ahead: name what was delivered).
+    sampler.set_epoch(1)
+    loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone(), num_workers=2)
+    result["saved_read"], result["saved_counts"] = train_on_token_batches(loader, 2, limit=5)
+    result["state"] = sampler.state_dict(batches=len(result["saved_read"]))
+    saved = [None] * world
+    dist.all_gather_object(saved, result["state"])
+    result["all_equal"] = all(x == saved[0] for x in saved)
+    if rank == 0:
+        with open(state_path, "w") as f:
+            json.dump(result["state"], f)
+    dist.barrier()
+    # The job restarts on 2 processes (ranks 0 and 1 in a group of their own), accumulation 3.
+    pair = dist.new_group([0, 1])
+    if rank < 2:
+        with open(state_path) as f:
+            state = json.load(f)
+        resumed = TokenBatchSampler(lengths, TOKEN_BUDGET, 2, rank, accumulation_steps=3, window=TOKEN_WINDOW, seed=5)
+        resumed.load_state_dict(state)
+        resumed.set_epoch(1)
+        result["resumed_len"] = len(resumed)
+        loader = DataLoader(data, batch_sampler=resumed, collate_fn=EmptyToNone(), num_workers=2)
+        result["resumed_read"], result["resumed_counts"] = train_on_token_batches(loader, 3, group=pair)
+    return result
+
+
+def scenario_mixture(rank, world, data, arg):
+    return mixture_scenario(rank)
+
+
+SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
+
+
 def main():
-    scenario, port, rank, world, out_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    """dist_worker.py PORT RANK WORLD OUT_DIR SCENARIO[=ARG]...: joins one gloo process group and runs the
+    scenarios in order (process start-up and importing torch cost more than most scenarios), writing
+    OUT_DIR/SCENARIO-RANK.json for each: its result, or {"failure": traceback} when it raised."""
+    port, rank, world, out_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
-    result = {"rank": rank}
-    n = 1001
-    data = Indices(n)
     try:
-        if scenario == "cover":
-            sampler = DistributedSampler(data, seed=5)  # world from torch.distributed
-            result["world"] = [sampler.rank, sampler.num_replicas]
-            guard(sampler)
-            for epoch in (0, 1):
-                sampler.set_epoch(epoch)
-                loader = DataLoader(data, batch_size=16, sampler=sampler, num_workers=2)
-                result[f"epoch{epoch}"] = indices_of(loader)
-                result[f"padding{epoch}"] = [sampler.is_padding(i) for i in range(len(sampler))]
-        elif scenario == "guard":
-            seed = 43 if rank == 2 else 42  # rank 2 made the shuffle(42 + rank) mistake
-            sampler = DistributedSampler(data, seed=seed)
+        for spec in sys.argv[5:]:
+            name, _, arg = spec.partition("=")
             try:
-                guard(sampler)
-                result["error"] = None
-            except distsampler.ConfigError as e:
-                result["error"] = str(e)
-            cases = {
-                "torch_error": torch.utils.data.distributed.DistributedSampler(data, seed=42, drop_last=rank == 1),
-                "size_error": DistributedSampler(Indices(1000) if rank == 3 else data, seed=42),
-                "world_error": DistributedSampler(data, num_replicas=3 if rank == 1 else 4, rank=rank, seed=42),
-                "batch_error": DistributedBatchSampler(data, 4, accumulation_steps=2, seed=1),
-                "shard_error": ShardStream([10, 20, 30], seed=3),
-                "shard_seed_error": ShardStream([10, 20, 30], seed=3 + (rank == 3)),
-            }
-            for name, s in cases.items():
-                try:
-                    guard(s)
-                    result[name] = None
-                except distsampler.ConfigError as e:
-                    result[name] = str(e)
-        elif scenario == "save":
-            # Every rank reads 5 batches, then the run stops; rank 0 saves the state.
-            sampler = DistributedSampler(data, seed=8, tail="uneven")
-            sampler.set_epoch(3)
-            loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
-            result["read"] = indices_of(loader, limit=5)
-            result["state"] = sampler.state_dict(samples=5 * 10)
-            saved = [None] * world
-            dist.all_gather_object(saved, result["state"])
-            result["all_equal"] = all(s == saved[0] for s in saved)
-        elif scenario == "resume":
-            with open(sys.argv[6]) as f:
-                state = json.load(f)
-            sampler = DistributedSampler(data, seed=8, tail="uneven")
-            sampler.load_state_dict(state)
-            sampler.set_epoch(3)
-            loader = DataLoader(data, batch_size=10, sampler=sampler, num_workers=2)
-            result["read"] = indices_of(loader)
-        elif scenario == "batch_save":
-            batches = DistributedBatchSampler(data, 4, accumulation_steps=2, seed=2, tail="uneven")
-            loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
-            result["read"] = indices_of(loader, limit=7)
-            result["state"] = batches.state_dict()
-        elif scenario == "batch_resume":
-            with open(sys.argv[6]) as f:
-                state = json.load(f)
-            batches = DistributedBatchSampler(data, 3, global_batch_size=12, seed=2, tail="uneven")
-            batches.load_state_dict(state)
-            loader = DataLoader(data, batch_sampler=batches, num_workers=2, collate_fn=as_list)
-            result["read"] = indices_of(loader)
-        elif scenario == "tokens":
-            lengths = token_lengths()
-            data = Indices(TOKEN_N)
-            sampler = TokenBatchSampler(lengths, TOKEN_BUDGET, accumulation_steps=2, window=TOKEN_WINDOW, seed=5)
-            guard(sampler)
-            result["len"] = len(sampler)
-            result["empty_total"] = sampler.stats["empty_micro_batches"]
-            loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone())
-            result["epoch0"], result["counts0"] = train_on_token_batches(loader, 2)
-            other = TokenBatchSampler(lengths, TOKEN_BUDGET + (rank == 3), accumulation_steps=2, window=TOKEN_WINDOW,
-                                      seed=5)
-            try:
-                guard(other)
-                result["budget_error"] = None
-            except distsampler.ConfigError as e:
-                result["budget_error"] = str(e)
-            # Epoch 1: stop after 5 steps and save (the workers drew ahead: name what was delivered).
-            sampler.set_epoch(1)
-            loader = DataLoader(data, batch_sampler=sampler, collate_fn=EmptyToNone(), num_workers=2)
-            result["saved_read"], result["saved_counts"] = train_on_token_batches(loader, 2, limit=5)
-            result["state"] = sampler.state_dict(batches=len(result["saved_read"]))
-            saved = [None] * world
-            dist.all_gather_object(saved, result["state"])
-            result["all_equal"] = all(x == saved[0] for x in saved)
-            if rank == 0:
-                with open(sys.argv[6], "w") as f:
-                    json.dump(result["state"], f)
-            dist.barrier()
-            # The job restarts on 2 processes (ranks 0 and 1 in a group of their own), accumulation 3.
-            pair = dist.new_group([0, 1])
-            if rank < 2:
-                with open(sys.argv[6]) as f:
-                    state = json.load(f)
-                resumed = TokenBatchSampler(lengths, TOKEN_BUDGET, 2, rank, accumulation_steps=3,
-                                            window=TOKEN_WINDOW, seed=5)
-                resumed.load_state_dict(state)
-                resumed.set_epoch(1)
-                result["resumed_len"] = len(resumed)
-                loader = DataLoader(data, batch_sampler=resumed, collate_fn=EmptyToNone(), num_workers=2)
-                result["resumed_read"], result["resumed_counts"] = train_on_token_batches(loader, 3, group=pair)
-        elif scenario == "mixture":
-            result.update(mixture_scenario(rank))
-        else:
-            raise SystemExit(f"unknown scenario {scenario}")
+                result = {"rank": rank, **SCENARIOS[name](rank, world, Indices(1001), arg)}
+            except Exception:  # recorded: the test of this scenario fails with it, the others still run
+                result = {"rank": rank, "failure": traceback.format_exc()}
+            with open(os.path.join(out_dir, f"{name}-{rank}.json"), "w") as f:
+                json.dump(result, f)
     finally:
         dist.destroy_process_group()
-    with open(out_path, "w") as f:
-        json.dump(result, f)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 import distsampler
 from distsampler.torch import DistributedWeightedRandomSampler, MixtureBatchSampler
-from test_distributed import run
 
 SIZES = [300, 120, 45]  # dist_worker.MIX_SIZES
 WEIGHTS = [0.5, 0.3, 0.2]  # dist_worker.MIX_WEIGHTS
@@ -93,9 +92,9 @@ def test_dataloader_with_two_workers_reads_the_concatenation_at_the_sampler_pair
 
 
 @pytest.fixture(scope="module")
-def four_processes(tmp_path_factory):
-    """One launch of 4 gloo processes (dist_worker.mixture_scenario): process start-up dominates the cost."""
-    return run(tmp_path_factory.mktemp("mixture"), "mixture", 4)
+def four_processes(gloo4):
+    """The mixture scenario of the 4 gloo processes (dist_worker.mixture_scenario)."""
+    return gloo4.results("mixture")
 
 
 def test_four_gloo_ranks_split_each_global_batch_in_exact_proportions(four_processes):

@@ -19,7 +19,6 @@ import distsampler
 from distsampler import _core
 from distsampler.torch import EmptyToNone, TokenBatchSampler
 from dist_worker import TOKEN_BUDGET, TOKEN_N, token_lengths
-from test_distributed import run
 
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 
@@ -287,10 +286,10 @@ def test_oversize_samples_own_batch_or_skip():
     assert skip.stats["skipped_samples"] == 2
 
 
-def test_four_gloo_ranks_same_steps_exactly_once_then_resume_on_two(tmp_path):
+def test_four_gloo_ranks_same_steps_exactly_once_then_resume_on_two(gloo4):
     lengths = token_lengths()
-    state_file = tmp_path / "tokens-state.json"
-    results = run(tmp_path, "tokens", 4, state_file)
+    state_file = gloo4.out_dir / "tokens-state.json"
+    results = gloo4.results("tokens")
     lens = {r["len"] for r in results}
     assert len(lens) == 1
     for r in results:

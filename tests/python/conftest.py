@@ -1,0 +1,74 @@
+# The gloo jobs of the distributed tests: launched once per pytest run, shared by the tests that check them.
+# SPDX-License-Identifier: MIT
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_worker.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Job:
+    """A finished launch of WORLD processes running SCENARIOS in one gloo process group (dist_worker.py).
+    A scenario that raises on some ranks leaves the others waiting in its collectives, so later scenarios
+    of the job may fail too: the first failing scenario names the cause."""
+
+    def __init__(self, out_dir, world, scenarios):
+        self.out_dir, self.world = out_dir, world
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+        env["OMP_NUM_THREADS"] = "1"
+        procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(r), str(world), str(out_dir), *scenarios],
+                                  env=env, stderr=subprocess.PIPE, text=True) for r in range(world)]
+        self.errors = []
+        for r, p in enumerate(procs):
+            try:
+                _, err = p.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            if p.returncode != 0:
+                self.errors.append(f"rank {r} exited {p.returncode}: {err[-2000:]}")
+
+    def results(self, scenario):
+        """Every rank's result of `scenario`, in rank order; fails the calling test when a rank raised in it
+        or did not report it."""
+        out = []
+        for r in range(self.world):
+            path = self.out_dir / f"{scenario}-{r}.json"
+            if not path.exists():
+                pytest.fail(f"rank {r} wrote no result for scenario {scenario!r}\n" + "\n".join(self.errors))
+            result = json.loads(path.read_text())
+            if "failure" in result:
+                pytest.fail(f"scenario {scenario!r} raised on rank {r}:\n{result['failure']}")
+            out.append(result)
+        return out
+
+
+@pytest.fixture(scope="session")
+def gloo4(tmp_path_factory):
+    """Four processes: every scenario that starts on a world of 4 (the token scenario also resumes on 2 of them)."""
+    out = tmp_path_factory.mktemp("gloo4")
+    return Job(out, 4, ["cover", "guard", "save", "batch_save", f"tokens={out / 'tokens-state.json'}", "mixture"])
+
+
+@pytest.fixture(scope="session")
+def gloo2(gloo4, tmp_path_factory):
+    """Two processes resuming what the four-process job saved (`save`, `batch_save`), from JSON files."""
+    out = tmp_path_factory.mktemp("gloo2")
+    scenarios = []
+    for saved, resume in (("save", "resume"), ("batch_save", "batch_resume")):
+        path = out / f"{saved}-state.json"
+        results = gloo4.results(saved)
+        path.write_text(json.dumps(results[0]["state"]))
+        scenarios.append(f"{resume}={path}")
+    return Job(out, 2, scenarios)
