@@ -1,7 +1,7 @@
 // The consumer's use of distsampler::torch: a TorchSampler driving libtorch's DataLoader.
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch.hpp>
-#include <torch/torch.h>
+#include <torch/data.h>
 
 #include <cstddef>
 #include <set>

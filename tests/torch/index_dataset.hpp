@@ -3,7 +3,8 @@
 #ifndef DISTSAMPLER_TESTS_TORCH_INDEX_DATASET_HPP
 #define DISTSAMPLER_TESTS_TORCH_INDEX_DATASET_HPP
 
-#include <torch/torch.h>
+#include <torch/data.h>
+#include <torch/serialize.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <distsampler/torch.hpp>
-#include <torch/torch.h>
+#include <torch/data.h>
+#include <torch/serialize.h>
 
 #include "index_dataset.hpp"
 
