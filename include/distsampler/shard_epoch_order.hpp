@@ -69,6 +69,15 @@ class ShardEpochOrder {
     prefix_.resize(s + 1);
     prefix_[0] = 0;
     for (std::size_t i = 0; i < s; ++i) prefix_[i + 1] = prefix_[i] + catalog_->shard_size(order_[i]);
+    // Where each lane starts in Q, while the lanes are not many more than the shards.
+    if (lane_length_ != 0 && c <= 4 * static_cast<std::uint64_t>(s) + 1024) {
+      lane_first_.resize(static_cast<std::size_t>(c));
+      std::size_t j = 0;
+      for (std::uint64_t lane = 0; lane < c; ++lane) {
+        while (prefix_[j + 1] <= lane * lane_length_) ++j;
+        lane_first_[static_cast<std::size_t>(lane)] = static_cast<std::uint64_t>(j);
+      }
+    }
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
@@ -159,6 +168,19 @@ class ShardEpochOrder {
     const std::uint64_t shard = order_[j];
     cursor = Cursor{j, prefix_[j], prefix_[j + 1], shard, catalog_->shard_size(shard), rotation(shard),
                     catalog_->shard_offset(shard)};
+  }
+  /// A cursor at the first shard of lane `lane` (< C), from which seek moves along the
+  /// lane. O(1) (O(log shards) when there are over four lanes per shard).
+  [[nodiscard]] Cursor lane_cursor(std::uint64_t lane) const noexcept {
+    Cursor cursor;
+    if (lane_first_.empty()) {
+      seek(cursor, lane * lane_length_);
+      return cursor;
+    }
+    const auto j = static_cast<std::size_t>(lane_first_[static_cast<std::size_t>(lane)]);
+    const std::uint64_t shard = order_[j];
+    return Cursor{j, prefix_[j], prefix_[j + 1], shard, catalog_->shard_size(shard), rotation(shard),
+                  catalog_->shard_offset(shard)};
   }
   /// The sample at Q position q, which must lie in `cursor`'s shard. O(1).
   [[nodiscard]] static ShardSample at_cursor(const Cursor& cursor, std::uint64_t q) noexcept {
@@ -288,6 +310,7 @@ class ShardEpochOrder {
   std::uint64_t leftover_runs_ = 0;    // lane runs after the last whole block
   std::vector<std::uint64_t> order_;   // order_[j] = the shard read j-th
   std::vector<std::uint64_t> prefix_;  // prefix_[j] = samples in order_[0..j)
+  std::vector<std::uint64_t> lane_first_;  // lane_first_[l]: the j whose shard holds Q position l * lane_length_
 };
 
 /// The engine name a shard order has in saved states: every option of ShardEpochOrder

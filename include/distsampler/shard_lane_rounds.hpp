@@ -80,15 +80,16 @@ template <class Out>
 void read_lane_progression(const ShardEpochOrder& order, const LaneProgression& pr, Out&& out) {
   const std::uint64_t l = order.options().run_length, lane_q = pr.lane * order.lane_length();
   const std::uint64_t key = order.lane_key(pr.lane);
-  ShardEpochOrder::Cursor cursor;
-  std::uint64_t row = pr.row, slot = pr.slot;
-  for (std::uint64_t i = 0; i < pr.rows; ++i, row += pr.row_step, slot += pr.slot_step) {
-    const std::uint64_t q = lane_q + order.window_row_keyed(key, row) * l;
-    std::uint64_t at = slot;
-    for (std::uint64_t u = pr.u_begin; u < pr.u_end; ++u, at += pr.record_stride) {
+  ShardEpochOrder::Cursor cursor = order.lane_cursor(pr.lane);
+  auto read_run = [&](std::uint64_t x, std::uint64_t slot) {
+    const std::uint64_t q = lane_q + x * l;
+    for (std::uint64_t u = pr.u_begin; u < pr.u_end; ++u, slot += pr.record_stride) {
       order.seek(cursor, q + u);
-      out(at, ShardEpochOrder::at_cursor(cursor, q + u));
+      out(slot, ShardEpochOrder::at_cursor(cursor, q + u));
     }
+  };
+  for (std::uint64_t i = 0; i < pr.rows; ++i) {
+    read_run(order.window_row_keyed(key, pr.row + i * pr.row_step), pr.slot + i * pr.slot_step);
   }
 }
 
