@@ -1,4 +1,4 @@
-// Tests of shard schedules (which shards a consumer, rank or node reads, when, how many records) and the lane-wise fill.
+// Tests of shard schedules (which shards a consumer, rank or node reads, when, how many records) and lane-wise fill.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -91,7 +91,8 @@ std::vector<StreamingShardSampler> schedule_ranks(const std::vector<std::uint64_
   std::vector<StreamingShardSampler> ranks;
   const std::uint64_t world = nodes * per_node;
   for (std::uint64_t r = 0; r < world; ++r) {
-    ranks.emplace_back(sizes, World(r, world, r % per_node, per_node), ShardSamplerOptions(o).with_num_workers(workers));
+    ranks.emplace_back(sizes, World(r, world, r % per_node, per_node),
+                       ShardSamplerOptions(o).with_num_workers(workers));
   }
   return ranks;
 }

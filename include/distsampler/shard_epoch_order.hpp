@@ -162,12 +162,10 @@ class ShardEpochOrder {
         lo = hi > step ? hi - step : 0;
       }
     }
-    const auto j = static_cast<std::size_t>(
-        std::upper_bound(prefix_.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
-                         prefix_.begin() + static_cast<std::ptrdiff_t>(hi) + 1, q) - prefix_.begin() - 1);
-    const std::uint64_t shard = order_[j];
-    cursor = Cursor{j, prefix_[j], prefix_[j + 1], shard, catalog_->shard_size(shard), rotation(shard),
-                    catalog_->shard_offset(shard)};
+    const auto from = prefix_.begin() + static_cast<std::ptrdiff_t>(lo) + 1;
+    const auto to = prefix_.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
+    const auto j = static_cast<std::size_t>(std::upper_bound(from, to, q) - prefix_.begin() - 1);
+    cursor = cursor_at(j);
   }
   /// A cursor at the first shard of lane `lane` (< C), from which seek moves along the
   /// lane. O(1) (O(log shards) when there are over four lanes per shard).
@@ -177,10 +175,7 @@ class ShardEpochOrder {
       seek(cursor, lane * lane_length_);
       return cursor;
     }
-    const auto j = static_cast<std::size_t>(lane_first_[static_cast<std::size_t>(lane)]);
-    const std::uint64_t shard = order_[j];
-    return Cursor{j, prefix_[j], prefix_[j + 1], shard, catalog_->shard_size(shard), rotation(shard),
-                  catalog_->shard_offset(shard)};
+    return cursor_at(static_cast<std::size_t>(lane_first_[static_cast<std::size_t>(lane)]));
   }
   /// The sample at Q position q, which must lie in `cursor`'s shard. O(1).
   [[nodiscard]] static ShardSample at_cursor(const Cursor& cursor, std::uint64_t q) noexcept {
@@ -264,6 +259,19 @@ class ShardEpochOrder {
   }
 
  private:
+  // A cursor at the j-th shard of Q.
+  [[nodiscard]] Cursor cursor_at(std::size_t j) const noexcept {
+    Cursor c;
+    c.j = j;
+    c.begin = prefix_[j];
+    c.end = prefix_[j + 1];
+    c.shard = order_[j];
+    c.size = catalog_->shard_size(c.shard);
+    c.rotation = rotation(c.shard);
+    c.index_base = catalog_->shard_offset(c.shard);
+    return c;
+  }
+
   // The Q position where run `run` (row-major over the C columns of a row) starts.
   [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
     const std::uint64_t c = options_.canonical_streams, lane = spread_lane(run % c, c, options_.max_open_shards);
@@ -305,11 +313,11 @@ class ShardEpochOrder {
   ShardSamplerOptions options_;
   std::uint64_t epoch_ = 0;
   std::uint64_t epoch_key_ = 0;
-  std::uint64_t lane_length_ = 0;      // samples per lane
-  std::uint64_t regular_ = 0;          // positions in whole blocks
-  std::uint64_t leftover_runs_ = 0;    // lane runs after the last whole block
-  std::vector<std::uint64_t> order_;   // order_[j] = the shard read j-th
-  std::vector<std::uint64_t> prefix_;  // prefix_[j] = samples in order_[0..j)
+  std::uint64_t lane_length_ = 0;          // samples per lane
+  std::uint64_t regular_ = 0;              // positions in whole blocks
+  std::uint64_t leftover_runs_ = 0;        // lane runs after the last whole block
+  std::vector<std::uint64_t> order_;       // order_[j] = the shard read j-th
+  std::vector<std::uint64_t> prefix_;      // prefix_[j] = samples in order_[0..j)
   std::vector<std::uint64_t> lane_first_;  // lane_first_[l]: the j whose shard holds Q position l * lane_length_
 };
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <vector>
 
 #include "shard_catalog.hpp"
 #include "shard_epoch_order.hpp"
@@ -47,8 +48,8 @@ struct LaneProgression {
 /// min(p, rounds) times; the progressions cover every record of the rounds exactly once.
 /// O(calls).
 template <class F>
-void for_each_lane_progression(const ShardEpochOrder& order, std::uint64_t g, std::uint64_t width,
-                               std::uint64_t period, std::uint64_t rounds, std::uint64_t slot, F&& f) {
+void for_each_lane_progression(const ShardEpochOrder& order, std::uint64_t g, std::uint64_t width, std::uint64_t period,
+                               std::uint64_t rounds, std::uint64_t slot, F&& f) {
   const ShardSamplerOptions& o = order.options();
   const std::uint64_t m = o.max_open_shards, l = o.run_length, c = o.canonical_streams, b = order.block_size();
   const std::uint64_t phase = g % b, first_block = g / b, step = (period / b) * m;

@@ -76,9 +76,8 @@ struct ScheduledShard {
     const std::uint64_t s0 = r.rounds != 0 ? r.first_slot : size, s1 = r.rounds != 0 ? s0 + r.rounds * r.width : size;
     walk.visit_ranges(k, 0, s0, walked);
     if (r.rounds != 0) {
-      for_each_lane_progression(order, r.g, r.width, r.period, r.rounds, s0, [&](const LaneProgression& pr) {
-        tally_lane_progression(order, pr, add);
-      });
+      for_each_lane_progression(order, r.g, r.width, r.period, r.rounds, s0,
+                                [&](const LaneProgression& pr) { tally_lane_progression(order, pr, add); });
     }
     walk.visit_ranges(k, s1, size, walked);
   }

@@ -164,12 +164,10 @@ class ShardWalk {
       if (j_b >= j_a + 2) {
         const std::uint64_t s0 = r.first_slot + j_a * r.width, s1 = r.first_slot + j_b * r.width;
         by_runs(first, s0);
-        for_each_lane_progression(order_, r.g + j_a * r.period, r.width, r.period, j_b - j_a, s0,
-                                  [&](const LaneProgression& pr) {
-                                    read_lane_progression(order_, pr, [&](std::uint64_t at, const ShardSample& x) {
-                                      out[at - first] = x;
-                                    });
-                                  });
+        for_each_lane_progression(
+            order_, r.g + j_a * r.period, r.width, r.period, j_b - j_a, s0, [&](const LaneProgression& pr) {
+              read_lane_progression(order_, pr, [&](std::uint64_t at, const ShardSample& x) { out[at - first] = x; });
+            });
         by_runs(s1, last);
         done = true;
       }
