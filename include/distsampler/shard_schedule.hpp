@@ -41,11 +41,11 @@ struct ScheduledShard {
 /// their slots, O((m * p + pieces) * (w / row_step + 1) + m * p * log shards) for m =
 /// max_open_shards, p <= canonical_streams the rounds after which the consumer's blocks
 /// return to the same lanes, w the shuffle window's rows and pieces the shard pieces of
-/// the lanes it reads (about shards * m * p / C); the other slots are walked range by
-/// range: its front (a resumed segment's holes, about the lead a stop left over the
-/// slowest consumer), the round holding the last holes, the last rounds reaching G's
-/// rows past its whole blocks (fewer than (m + C) * L positions), the partial round and
-/// the tail slot. Memory O(shards). No slot-by-slot walk of the rounds, so at 10^10
+/// the lanes it reads (about (shards + C) * m * p / C, C = canonical_streams); the other
+/// slots are walked range by range: its front (a resumed segment's holes, 1/K of the lead
+/// a stop left over the slowest consumer), the round holding the last holes, the last
+/// rounds reaching G's positions past its whole blocks (about (m + C) * L / K + one block
+/// of slots), the partial round and the tail slot. Memory O(shards). No slot-by-slot walk of the rounds, so at 10^10
 /// samples a consumer's schedule costs about as much as its shards.
 /// Consumers are unchecked (< walk.consumers()). Deterministic; thread-safe on a shared walk.
 [[nodiscard]] inline std::vector<ScheduledShard> shard_schedule(const ShardWalk& walk,

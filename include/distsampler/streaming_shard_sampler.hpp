@@ -260,9 +260,11 @@ class StreamingShardSampler {
   /// records it reads (padding duplicates included), so a loader of remote shard files
   /// can fetch ahead and evict once the last slot has passed. Exact for fresh and resumed
   /// segments; at most one entry per shard. Computed lane by lane without visiting the
-  /// slots of whole rounds: O(shards + m * C) per consumer with the default windows (see
-  /// shard_schedule in shard_schedule.hpp for the bound and the parts walked slot range by
-  /// slot range). Throws config_error for a bad worker.
+  /// slots of whole rounds: about O(shards + canonical_streams) per consumer, times up to
+  /// the rows of a shuffle window when the consumer's rows of a lane come closer than a
+  /// window (see shard_schedule in shard_schedule.hpp for the bound and the parts walked
+  /// range by range: a resumed segment's front, the last rows of the epoch). Throws
+  /// config_error for a bad worker.
   [[nodiscard]] std::vector<ScheduledShard> shard_schedule(std::uint64_t worker) const {
     return distsampler::shard_schedule(*walk_, std::vector<std::uint64_t>{consumer(worker)});
   }
