@@ -101,6 +101,23 @@ void BM_ShardFillRunsOf8(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardFillRunsOf8);
 
+void BM_ShardFillSmallJob(benchmark::State& state) {
+  // 8 ranks x 2 workers: a consumer reads every second row of its lanes, 8 rows per window.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(2));
+  s.set_epoch(1);
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    s.fill(1, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > s.worker_size(1)) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+}
+BENCHMARK(BM_ShardFillSmallJob);
+
 void BM_ShardIteratePerSample(benchmark::State& state) {
   // for (auto x : s.stream(w)): the chunked iterator, restarted at the end of the stream.
   const auto s = stream_sampler(state);

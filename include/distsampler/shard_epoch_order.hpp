@@ -247,6 +247,15 @@ class ShardEpochOrder {
   [[nodiscard]] std::uint64_t lane_key(std::uint64_t lane) const noexcept {
     return detail::splitmix64(epoch_key_ ^ lane);
   }
+  /// The runs of window `window` of a lane at once, for windows of at most 16 rows
+  /// (window_rows() <= 16): window_row_keyed(lane_key, window * w + i) == window * w +
+  /// ((window_table(lane_key, window) >> (4 * i)) & 0xf), for the window's rows. One
+  /// decode for all its rows. O(w).
+  [[nodiscard]] std::uint64_t window_table(std::uint64_t lane_key, std::uint64_t window) const noexcept {
+    const std::uint64_t w = window_rows(), base = window * w, size = std::min(w, runs_per_lane() - base);
+    if (w <= 1 || size <= 1) return 0xfedcba9876543210u;
+    return detail::small_permutation_table(detail::mix64(lane_key ^ window), size);
+  }
   /// window_row with the lane's key precomputed (see lane_key). O(1).
   [[nodiscard]] std::uint64_t window_row_keyed(std::uint64_t lane_key, std::uint64_t row) const noexcept {
     const std::uint64_t w = options_.shuffle_window, lane_runs = lane_length_ / options_.run_length;

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "detail/small_permutation.hpp"
 #include "shard_catalog.hpp"
 #include "shard_epoch_order.hpp"
 #include "version.hpp"
@@ -89,6 +90,20 @@ void read_lane_progression(const ShardEpochOrder& order, const LaneProgression& 
       out(slot, ShardEpochOrder::at_cursor(cursor, q + u));
     }
   };
+  const std::uint64_t wr = order.window_rows();
+  if (wr > 1 && wr <= detail::small_permutation_max && pr.row_step < wr) {
+    // Several rows per window: decode each window once.
+    std::uint64_t window = UINT64_MAX, table = 0;
+    for (std::uint64_t i = 0; i < pr.rows; ++i) {
+      const std::uint64_t row = pr.row + i * pr.row_step;
+      if (row / wr != window) {
+        window = row / wr;
+        table = order.window_table(key, window);
+      }
+      read_run(window * wr + ((table >> (4 * (row % wr))) & 0xf), pr.slot + i * pr.slot_step);
+    }
+    return;
+  }
   for (std::uint64_t i = 0; i < pr.rows; ++i) {
     read_run(order.window_row_keyed(key, pr.row + i * pr.row_step), pr.slot + i * pr.slot_step);
   }
