@@ -80,6 +80,44 @@ BENCHMARK(BM_ShardFillPerSample)
     ->Args({64, 0})
     ->Args({16, 1});
 
+void BM_ShardFillRunsOf8(benchmark::State& state) {
+  // The sequential-reader options (8 open shards, runs of 8, window 16) for comparison.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64),
+                                       distsampler::ShardSamplerOptions()
+                                           .with_canonical_streams(64)
+                                           .with_max_open_shards(8)
+                                           .with_run_length(8)
+                                           .with_num_workers(8));
+  s.set_epoch(1);
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    s.fill(5, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > s.worker_size(5)) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+}
+BENCHMARK(BM_ShardFillRunsOf8);
+
+void BM_ShardFillSmallJob(benchmark::State& state) {
+  // 8 ranks x 2 workers: a consumer reads every second row of its lanes, 8 rows per window.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(2));
+  s.set_epoch(1);
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    s.fill(1, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > s.worker_size(1)) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+}
+BENCHMARK(BM_ShardFillSmallJob);
+
 void BM_ShardIteratePerSample(benchmark::State& state) {
   // for (auto x : s.stream(w)): the chunked iterator, restarted at the end of the stream.
   const auto s = stream_sampler(state);
@@ -148,6 +186,11 @@ void BM_ShardNodePrefetchWindow(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardNodePrefetchWindow)->Unit(benchmark::kMillisecond);
 
+// range(0): 0 = one consumer's shard_schedule, 1 = the node's 64 consumers (node_shard_schedule);
+// range(1): 1 = resumed from a state of 512 consumers stopped up to 1000 samples apart;
+// range(2): 1 = 8 ranks per node (8 node groups), 0 = locality unknown.
+void BM_ShardSchedule(benchmark::State& state);
+
 // 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to 1000 apart.
 distsampler::ConsumerProgress any_stop(const distsampler::StreamingShardSampler& s) {
   std::vector<std::uint64_t> done;
@@ -188,6 +231,30 @@ void BM_ShardResumeAnyStop(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ShardResumeAnyStop)->Unit(benchmark::kMillisecond);
+
+void BM_ShardSchedule(benchmark::State& state) {
+  const std::uint64_t per_node = state.range(2) != 0 ? 8 : 1;
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3 % per_node, per_node),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  if (state.range(1) != 0) s.resume(s.state(any_stop(s)));
+  std::size_t entries = 0;
+  for (auto _ : state) {
+    const auto plan = state.range(0) != 0 ? s.node_shard_schedule() : s.shard_schedule(5);
+    entries = plan.size();
+    benchmark::DoNotOptimize(plan.data());
+  }
+  state.counters["entries"] = static_cast<double>(entries);
+}
+BENCHMARK(BM_ShardSchedule)
+    ->ArgNames({"node", "resumed", "groups"})
+    ->Args({0, 0, 0})
+    ->Args({0, 1, 0})
+    ->Args({0, 0, 1})
+    ->Args({0, 1, 1})
+    ->Args({1, 0, 1})
+    ->Args({1, 1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -233,6 +233,14 @@ void bind_batch_sampler(py::module_& m, const char* name) {
       });
 }
 
+py::list schedule_list(const std::vector<ds::ScheduledShard>& plan) {
+  py::list result(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    result[i] = py::make_tuple(plan[i].shard, plan[i].first_slot, plan[i].last_slot, plan[i].samples);
+  }
+  return result;
+}
+
 void bind_shard_sampler(py::module_& m) {
   using Z = ds::StreamingShardSampler;
   py::class_<Z>(m, "ShardSampler")
@@ -251,6 +259,26 @@ void bind_shard_sampler(py::module_& m) {
       .def("state_per_worker",
            [](const Z& z, const std::vector<std::uint64_t>& done) {
              return z.state(ds::WorkerProgress(done)).to_text();
+           })
+      // (shard, first_slot, last_slot, samples) tuples of worker w's shards in first-read order.
+      .def("shard_schedule",
+           [](const Z& z, std::uint64_t worker) {
+             std::vector<ds::ScheduledShard> plan;
+             {
+               py::gil_scoped_release release;
+               plan = z.shard_schedule(worker);
+             }
+             return schedule_list(plan);
+           })
+      // The same merged over this rank's workers.
+      .def("rank_shard_schedule",
+           [](const Z& z) {
+             std::vector<ds::ScheduledShard> plan;
+             {
+               py::gil_scoped_release release;
+               plan = z.rank_shard_schedule();
+             }
+             return schedule_list(plan);
            })
       // (shard, offset, index, is_padding) tuples of worker w's slots [first, first + count).
       .def("samples", [](const Z& z, std::uint64_t worker, std::uint64_t first, std::uint64_t count) {

@@ -136,6 +136,12 @@ got="$("$cli" shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-le
 [[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--run-length 1 printed $got ranges longer than one record"
 expect 0 '^ok: N=10240 W=2 tail=pad' -- shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 \
     --window 4
+# --shard-schedule: one consumer of one shard reads it all, slots 0..6; a worker's entries add up to its samples.
+expect 0 '^rank 0 worker 0: 7 samples from 1 shards: 0@0-6:7$' -- shards --shard-sizes 7 --world 1 --workers 1 \
+    --shard-schedule
+got="$("$cli" shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1 --shard-schedule --ranges 9 |
+  grep '^rank 1 worker 1: 286 samples from ' | grep -o ':[0-9]*' | tr -d : | awk '{ s += $1 } END { print s }')"
+[[ "$got" == "286" ]] && passed=$((passed + 1)) || fail "--shard-schedule's records add up to $got, not 286"
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none
@@ -164,7 +170,7 @@ expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 -
 help_ok --help -- indices check shards batches state "exit status"
 help_ok -h -- indices check shards batches state
 help_ok help -- indices check shards batches state
-help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank
+help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank --shard-schedule
 help_ok indices --help -- --size --world --rank --count --seed --epoch --shuffle --tail --torch-generation
 help_ok check -h -- --size --world --per-rank-seed --shuffle
 help_ok shards --help -- --shard-sizes --world --workers --max-open-shards --run-length --window --ranges
@@ -220,6 +226,9 @@ refuse -s 'unknown flag "-s"' indices -s 10 --world 2 --rank 0
 refuse foo 'unexpected argument "foo"' indices --size 10 --world 2 --rank 0 foo
 refuse -- 'unknown flag "--"' indices --size 10 --world 2 --rank 0 --
 refuse --per-rank-seed '--per-rank-seed takes no value' check --size 10 --world 2 --per-rank-seed=1
+refuse --shard-schedule '--shard-schedule takes no value' shards --shard-sizes 5 --world 1 --workers 1 \
+    --shard-schedule=1
+refuse --shard-schedule '--shard-schedule is not used by check' check --size 10 --world 2 --shard-schedule
 
 # Flags given twice, in either form.
 refuse --world '--world given twice' check --size 10 --world 2 --world 3

@@ -31,7 +31,10 @@ const std::vector<FlagSpec>& flags() {
       {"--window", "W",
        "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
        "                               tokens: samples sorted by length together (default 1048576)"},
-      {"--ranges", "K", "shard ranges printed per consumer (default 8)"},
+      {"--ranges", "K", "shard ranges (or schedule entries) printed per consumer (default 8)"},
+      {"--shard-schedule", "",
+       "shards: print each consumer's shards in first-read order, as shard@first-last:records\n"
+       "                               (first and last slot reading the shard, records read), instead of ranges"},
       {"--micro-batch", "B", "samples per micro-batch, at least 1"},
       {"--accum", "K", "gradient-accumulation micro-batches per step, at least 1"},
       {"--resume", "STATE", "continue from a state line printed by `state`"},
@@ -237,9 +240,11 @@ const std::vector<CommandSpec>& commands() {
        "distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [flags]",
        "print each (rank, worker)'s shard read plan and check the epoch",
        "print each consumer's (rank, worker) read plan, the shard ranges shard[begin,end) it reads in order\n"
-       "(of rank R only with --rank); then check the whole epoch and print a verdict; exit 1 when a promise fails",
+       "(with --shard-schedule its shards in first-read order instead; of rank R only with --rank); then check\n"
+       "the whole epoch and print a verdict; exit 1 when a promise fails",
        {"--shard-sizes", "--world", "--workers"},
-       {"--rank", "--seed", "--epoch", "--tail", "--max-open-shards", "--run-length", "--window", "--ranges"}},
+       {"--rank", "--seed", "--epoch", "--tail", "--max-open-shards", "--run-length", "--window", "--ranges",
+        "--shard-schedule"}},
       {"batches",
        "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
        "print micro-batches per step, optionally resumed from a state",

@@ -254,6 +254,7 @@ int run_shards(const Invocation& in) {
   const ShardFlags f = shard_flags(in);
   const auto only_rank = rank_flag(in, f.world_size);
   const std::uint64_t shown_ranges = in.number("--ranges").value_or(8);
+  const bool by_shard = in.has("--shard-schedule");
   std::optional<ds::PartitionChecker> checker;
   Output out;
   for (std::uint64_t r = 0; r < f.world_size; ++r) {
@@ -270,8 +271,20 @@ int run_shards(const Invocation& in) {
     for (std::uint64_t w = 0; w < f.workers; ++w) {
       for (const auto& sample : sampler.stream(w)) checker->add(sampler.consumer(w), sample.index, sample.is_padding);
       if (only_rank && *only_rank != r) continue;
-      const auto plan = sampler.read_plan(w);
       auto& text = out.buffer();
+      if (by_shard) {
+        const auto schedule = sampler.shard_schedule(w);
+        fmt::format_to(std::back_inserter(text), "rank {} worker {}: {} samples from {} shards:", r, w,
+                       sampler.worker_size(w), schedule.size());
+        for (std::size_t k = 0; k < schedule.size() && k < shown_ranges; ++k) {
+          fmt::format_to(std::back_inserter(text), " {}@{}-{}:{}", schedule[k].shard, schedule[k].first_slot,
+                         schedule[k].last_slot, schedule[k].samples);
+        }
+        if (schedule.size() > shown_ranges) fmt::format_to(std::back_inserter(text), " ...");
+        out.end_line();
+        continue;
+      }
+      const auto plan = sampler.read_plan(w);
       fmt::format_to(std::back_inserter(text), "rank {} worker {}: {} samples:", r, w, sampler.worker_size(w));
       for (std::size_t k = 0; k < plan.size() && k < shown_ranges; ++k) {
         fmt::format_to(std::back_inserter(text), " {}[{},{})", plan[k].shard, plan[k].begin, plan[k].end);
@@ -281,7 +294,10 @@ int run_shards(const Invocation& in) {
     }
   }
   const auto report = checker->finish();
-  fmt::format_to(std::back_inserter(out.buffer()), "(ranges are shard[begin,end) of offsets)\n{}", report.summary());
+  fmt::format_to(std::back_inserter(out.buffer()), "{}\n{}",
+                 by_shard ? "(shard@first-last:records: the first and last slot reading the shard, records read)"
+                          : "(ranges are shard[begin,end) of offsets)",
+                 report.summary());
   out.end_line();
   out.flush();
   return report.ok() ? 0 : 1;

@@ -69,6 +69,15 @@ class ShardEpochOrder {
     prefix_.resize(s + 1);
     prefix_[0] = 0;
     for (std::size_t i = 0; i < s; ++i) prefix_[i + 1] = prefix_[i] + catalog_->shard_size(order_[i]);
+    // Where each lane starts in Q, while the lanes are not many more than the shards.
+    if (lane_length_ != 0 && c <= 4 * static_cast<std::uint64_t>(s) + 1024) {
+      lane_first_.resize(static_cast<std::size_t>(c));
+      std::size_t j = 0;
+      for (std::uint64_t lane = 0; lane < c; ++lane) {
+        while (prefix_[j + 1] <= lane * lane_length_) ++j;
+        lane_first_[static_cast<std::size_t>(lane)] = static_cast<std::uint64_t>(j);
+      }
+    }
   }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
@@ -122,6 +131,74 @@ class ShardEpochOrder {
     return ShardSample{shard, offset, catalog_->index(shard, offset), false};
   }
 
+  /// The shard of Q being read at a cursor: Q positions [begin, end) are records
+  /// rotated from `rotation` of shard `shard` (shard_order()[j]); `index_base` is the
+  /// shard's first global index. A default cursor holds no shard (begin == end).
+  struct Cursor {
+    std::size_t j = 0;
+    std::uint64_t begin = 0, end = 0, shard = 0, size = 0, rotation = 0, index_base = 0;
+  };
+  /// Moves `cursor` to the shard holding Q position q (< N), searching outwards from
+  /// where it stands: O(1) when q is in its shard, O(log d) for a move over d shards.
+  void seek(Cursor& cursor, std::uint64_t q) const noexcept {
+    if (q >= cursor.begin && q < cursor.end) return;
+    const std::size_t s = order_.size();
+    std::size_t lo = 0, hi = s;  // the answer j has prefix_[j] <= q < prefix_[j + 1], lo <= j < hi
+    if (cursor.end != cursor.begin) {
+      std::size_t step = 1;
+      if (q >= cursor.end) {
+        lo = cursor.j + 1;
+        while (lo + step < s && prefix_[lo + step] <= q) {
+          lo += step;
+          step *= 2;
+        }
+        hi = std::min(s, lo + step);
+      } else {
+        hi = cursor.j;
+        while (hi > step && prefix_[hi - step] > q) {
+          hi -= step;
+          step *= 2;
+        }
+        lo = hi > step ? hi - step : 0;
+      }
+    }
+    const auto from = prefix_.begin() + static_cast<std::ptrdiff_t>(lo) + 1;
+    const auto to = prefix_.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
+    const auto j = static_cast<std::size_t>(std::upper_bound(from, to, q) - prefix_.begin() - 1);
+    cursor = cursor_at(j);
+  }
+  /// A cursor at the first shard of lane `lane` (< C), from which seek moves along the
+  /// lane. O(1) (O(log shards) when there are over four lanes per shard).
+  [[nodiscard]] Cursor lane_cursor(std::uint64_t lane) const noexcept {
+    Cursor cursor;
+    if (lane_first_.empty()) {
+      seek(cursor, lane * lane_length_);
+      return cursor;
+    }
+    return cursor_at(static_cast<std::size_t>(lane_first_[static_cast<std::size_t>(lane)]));
+  }
+  /// The sample at Q position q, which must lie in `cursor`'s shard. O(1).
+  [[nodiscard]] static ShardSample at_cursor(const Cursor& cursor, std::uint64_t q) noexcept {
+    const std::uint64_t offset = rotate(q - cursor.begin, cursor.rotation, cursor.size);
+    return ShardSample{cursor.shard, offset, cursor.index_base + offset, false};
+  }
+
+  /// Samples in each lane: lane l is Q positions [l * lane_length(), (l + 1) *
+  /// lane_length()), runs_per_lane() runs of run_length.
+  [[nodiscard]] std::uint64_t lane_length() const noexcept { return lane_length_; }
+  /// Runs (and rows) of each lane.
+  [[nodiscard]] std::uint64_t runs_per_lane() const noexcept { return lane_length_ / options_.run_length; }
+  /// G positions in whole blocks of block_size() (the rest, fewer than (m + C) * L, follows).
+  [[nodiscard]] std::uint64_t regular_size() const noexcept { return regular_; }
+  /// The rows of one shuffle window: the runs a lane permutes among themselves (1 when
+  /// unshuffled).
+  [[nodiscard]] std::uint64_t window_rows() const noexcept {
+    return options_.shuffle && options_.shuffle_window > 1 ? options_.shuffle_window : 1;
+  }
+  /// sequence_prefix()[j] is the Q position where shard_order()[j] starts (one entry more
+  /// than shards; the last is N).
+  [[nodiscard]] const std::vector<std::uint64_t>& sequence_prefix() const noexcept { return prefix_; }
+
   /// Calls sink(shard, begin, length, first_slot, stride) for the shard ranges read for G
   /// positions [g0, g1) (g1 <= N), numbering them from slot `slot`: records begin ..
   /// begin + length - 1 of `shard` are slots first_slot, first_slot + stride, ... Within a
@@ -158,24 +235,56 @@ class ShardEpochOrder {
     }
   }
 
- private:
-  // The Q position where run `run` (row-major over the C columns of a row) starts.
-  [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
-    const std::uint64_t c = options_.canonical_streams, lane = spread_lane(run % c, c, options_.max_open_shards);
-    return lane * lane_length_ + window_row(lane, run / c) * options_.run_length;
-  }
-
-  // Which of its runs a lane reads `row`-th: a keyed permutation within each window of w
-  // runs (the last window may be shorter). Windows of up to 16 runs are decoded from one
-  // hash (an exact draw); larger ones use a FeistelPermutation. O(1).
+  /// Which of its runs lane `lane` reads in row `row` (< runs_per_lane()): a keyed
+  /// permutation within each window of window_rows() rows (the last window may be
+  /// shorter), so the result lies in the row's window. Windows of up to 16 runs are
+  /// decoded from one hash (an exact draw); larger ones use a FeistelPermutation. O(1).
   [[nodiscard]] std::uint64_t window_row(std::uint64_t lane, std::uint64_t row) const noexcept {
+    return window_row_keyed(lane_key(lane), row);
+  }
+  /// The key of a lane's windows: window_row(lane, row) == window_row_keyed(lane_key(lane),
+  /// row), so a walk along one lane hashes the lane once. O(1).
+  [[nodiscard]] std::uint64_t lane_key(std::uint64_t lane) const noexcept {
+    return detail::splitmix64(epoch_key_ ^ lane);
+  }
+  /// The runs of window `window` of a lane at once, for windows of at most 16 rows
+  /// (window_rows() <= 16): window_row_keyed(lane_key, window * w + i) == window * w +
+  /// ((window_table(lane_key, window) >> (4 * i)) & 0xf), for the window's rows. One
+  /// decode for all its rows. O(w).
+  [[nodiscard]] std::uint64_t window_table(std::uint64_t lane_key, std::uint64_t window) const noexcept {
+    const std::uint64_t w = window_rows(), base = window * w, size = std::min(w, runs_per_lane() - base);
+    if (w <= 1 || size <= 1) return 0xfedcba9876543210u;
+    return detail::small_permutation_table(detail::mix64(lane_key ^ window), size);
+  }
+  /// window_row with the lane's key precomputed (see lane_key). O(1).
+  [[nodiscard]] std::uint64_t window_row_keyed(std::uint64_t lane_key, std::uint64_t row) const noexcept {
     const std::uint64_t w = options_.shuffle_window, lane_runs = lane_length_ / options_.run_length;
     if (!options_.shuffle || w <= 1) return row;
     const std::uint64_t window = row / w, base = window * w, size = std::min(w, lane_runs - base);
     if (size <= 1) return row;
-    const std::uint64_t key = detail::mix64(detail::splitmix64(epoch_key_ ^ lane) ^ window);
+    const std::uint64_t key = detail::mix64(lane_key ^ window);
     if (size <= detail::small_permutation_max) return base + detail::small_permutation_at(key, size, row - base);
     return base + FeistelPermutation(size, key, 0)(row - base);
+  }
+
+ private:
+  // A cursor at the j-th shard of Q.
+  [[nodiscard]] Cursor cursor_at(std::size_t j) const noexcept {
+    Cursor c;
+    c.j = j;
+    c.begin = prefix_[j];
+    c.end = prefix_[j + 1];
+    c.shard = order_[j];
+    c.size = catalog_->shard_size(c.shard);
+    c.rotation = rotation(c.shard);
+    c.index_base = catalog_->shard_offset(c.shard);
+    return c;
+  }
+
+  // The Q position where run `run` (row-major over the C columns of a row) starts.
+  [[nodiscard]] std::uint64_t run_start(std::uint64_t run) const noexcept {
+    const std::uint64_t c = options_.canonical_streams, lane = spread_lane(run % c, c, options_.max_open_shards);
+    return lane * lane_length_ + window_row(lane, run / c) * options_.run_length;
   }
 
   [[nodiscard]] std::uint64_t rotation(std::uint64_t shard) const noexcept {
@@ -213,11 +322,12 @@ class ShardEpochOrder {
   ShardSamplerOptions options_;
   std::uint64_t epoch_ = 0;
   std::uint64_t epoch_key_ = 0;
-  std::uint64_t lane_length_ = 0;      // samples per lane
-  std::uint64_t regular_ = 0;          // positions in whole blocks
-  std::uint64_t leftover_runs_ = 0;    // lane runs after the last whole block
-  std::vector<std::uint64_t> order_;   // order_[j] = the shard read j-th
-  std::vector<std::uint64_t> prefix_;  // prefix_[j] = samples in order_[0..j)
+  std::uint64_t lane_length_ = 0;          // samples per lane
+  std::uint64_t regular_ = 0;              // positions in whole blocks
+  std::uint64_t leftover_runs_ = 0;        // lane runs after the last whole block
+  std::vector<std::uint64_t> order_;       // order_[j] = the shard read j-th
+  std::vector<std::uint64_t> prefix_;      // prefix_[j] = samples in order_[0..j)
+  std::vector<std::uint64_t> lane_first_;  // lane_first_[l]: the j whose shard holds Q position l * lane_length_
 };
 
 /// The engine name a shard order has in saved states: every option of ShardEpochOrder

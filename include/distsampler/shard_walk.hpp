@@ -13,6 +13,7 @@
 #include "remaining_segment.hpp"
 #include "shard_catalog.hpp"
 #include "shard_epoch_order.hpp"
+#include "shard_lane_rounds.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
@@ -112,19 +113,66 @@ class ShardWalk {
     }
   }
 
+  /// The whole rounds of consumer k that lie in G's whole blocks, read at one pace:
+  /// slots [first_slot, first_slot + rounds * width) where round j (< rounds) reads G
+  /// positions [g + j * period, g + j * period + width) (see for_each_lane_progression).
+  /// The consumer's other slots (its front, a round holding holes of the segment, rounds
+  /// reaching G's last, partial rows, the partial round and the tail slot) lie outside.
+  struct Rounds {
+    std::uint64_t first_slot = 0, rounds = 0, g = 0, width = 0, period = 0;
+  };
+  /// Consumer k's Rounds (rounds 0 when it has none, or when the deal's blocks do not
+  /// tile the order's: width above block_size() or period not a multiple of it). O(log
+  /// ranges).
+  [[nodiscard]] Rounds lane_rounds(std::uint64_t k) const noexcept {
+    const std::uint64_t d = slot(k), kk = deal_.consumers(), b = deal_.block_size(), ob = order_.block_size();
+    if (b > ob || kk > UINT64_MAX / b || (kk * b) % ob != 0) return {};
+    const std::uint64_t period = kk * b, first = deal_.front() * kk + d * b, lead = segment_.lead();
+    // Segment positions from the lead on are consecutive in G; earlier ones are holes.
+    const std::uint64_t j0 = first >= lead ? 0 : (lead - first + period - 1) / period;
+    if (j0 >= deal_.rounds()) return {};
+    const std::uint64_t g = segment_.epoch_position(first + j0 * period), regular = order_.regular_size();
+    if (g > regular || regular - g < b) return {};
+    const std::uint64_t j1 = std::min(deal_.rounds(), j0 + (regular - g - b) / period + 1);
+    return Rounds{deal_.front() + j0 * b, j1 - j0, g, b, period};
+  }
+
   /// Writes consumer k's samples of slots [first, first + count) to out[0..count): the
-  /// batched form of sample(), identical results, each run walked once.
+  /// batched form of sample(), identical results. Whole rounds (lane_rounds) are read
+  /// lane by lane with a shard cursor each; the rest run by run.
   void fill(std::uint64_t k, std::uint64_t first, std::uint64_t count, ShardSample* out) const noexcept {
     const ShardCatalog& cat = catalog();
-    visit_ranges(k, first, first + count,
-                 [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
-                     std::uint64_t stride) {
-                   const std::uint64_t base = cat.shard_offset(shard);
-                   ShardSample* at = out + (first_slot - first);
-                   for (std::uint64_t t = 0; t < length; ++t, at += stride) {
-                     *at = ShardSample{shard, begin + t, base + begin + t, false};
-                   }
-                 });
+    auto by_runs = [&](std::uint64_t from, std::uint64_t to) {
+      visit_ranges(k, from, to,
+                   [&](std::uint64_t shard, std::uint64_t begin, std::uint64_t length, std::uint64_t first_slot,
+                       std::uint64_t stride) {
+                     const std::uint64_t base = cat.shard_offset(shard);
+                     ShardSample* at = out + (first_slot - first);
+                     for (std::uint64_t t = 0; t < length; ++t, at += stride) {
+                       *at = ShardSample{shard, begin + t, base + begin + t, false};
+                     }
+                   });
+    };
+    const std::uint64_t last = first + count;
+    const Rounds r = lane_rounds(k);
+    bool done = false;
+    if (r.rounds != 0) {
+      // The rounds of r wholly inside [first, last): [j_a, j_b).
+      const std::uint64_t r_end = r.first_slot + r.rounds * r.width;
+      const std::uint64_t j_a = first <= r.first_slot ? 0 : (first - r.first_slot + r.width - 1) / r.width;
+      const std::uint64_t j_b = last >= r_end ? r.rounds : (last <= r.first_slot ? 0 : (last - r.first_slot) / r.width);
+      if (j_b >= j_a + 2) {
+        const std::uint64_t s0 = r.first_slot + j_a * r.width, s1 = r.first_slot + j_b * r.width;
+        by_runs(first, s0);
+        for_each_lane_progression(
+            order_, r.g + j_a * r.period, r.width, r.period, j_b - j_a, s0, [&](const LaneProgression& pr) {
+              read_lane_progression(order_, pr, [&](std::uint64_t at, const ShardSample& x) { out[at - first] = x; });
+            });
+        by_runs(s1, last);
+        done = true;
+      }
+    }
+    if (!done) by_runs(first, last);
     // Only the tail slot can be padding.
     const std::uint64_t tail_slot = deal_.tail_slot();
     if (tail_slot >= first && tail_slot < first + count && deal_.is_padding(slot(k), tail_slot)) {

@@ -17,6 +17,7 @@
 #include "shard_epoch_order.hpp"
 #include "shard_options.hpp"
 #include "shard_progress.hpp"
+#include "shard_schedule.hpp"
 #include "shard_stream.hpp"
 #include "shard_walk.hpp"
 #include "state.hpp"
@@ -254,6 +255,34 @@ class StreamingShardSampler {
     return walk_->merged_plan(k, first, size - first < count ? size : first + count, max_gap);
   }
 
+  /// The shards `worker` reads in this segment, in the order it first needs them: for
+  /// each, the first and last slot of its stream reading from it and how many of its
+  /// records it reads (padding duplicates included), so a loader of remote shard files
+  /// can fetch ahead and evict once the last slot has passed. Exact for fresh and resumed
+  /// segments; at most one entry per shard. Computed lane by lane without visiting the
+  /// slots of whole rounds: about O(shards + canonical_streams) per consumer, times up to
+  /// the rows of a shuffle window when the consumer's rows of a lane come closer than a
+  /// window (see shard_schedule in shard_schedule.hpp for the bound and the parts walked
+  /// range by range: a resumed segment's front, the last rows of the epoch). Throws
+  /// config_error for a bad worker.
+  [[nodiscard]] std::vector<ScheduledShard> shard_schedule(std::uint64_t worker) const {
+    return distsampler::shard_schedule(*walk_, std::vector<std::uint64_t>{consumer(worker)});
+  }
+  /// shard_schedule merged over this rank's workers: per shard the earliest first slot,
+  /// the latest last slot (each in its worker's stream) and the records all of them read.
+  [[nodiscard]] std::vector<ScheduledShard> rank_shard_schedule() const {
+    std::vector<std::uint64_t> ks;
+    for (std::uint64_t w = 0; w < options_.num_workers; ++w) ks.push_back(w * world_.world_size + world_.rank);
+    return distsampler::shard_schedule(*walk_, ks);
+  }
+  /// shard_schedule merged over every worker of every rank on this rank's node (ranks
+  /// node * local_world_size .. + local_world_size - 1; this rank alone when
+  /// local_world_size is 1 or does not divide world_size): what a node-local cache
+  /// fetches and keeps, shard by shard. Cost: shard_schedule's per consumer of the node.
+  [[nodiscard]] std::vector<ScheduledShard> node_shard_schedule() const {
+    return distsampler::shard_schedule(*walk_, node_consumers());
+  }
+
   /// prefetch_plan for the whole node of this rank: what every worker of every rank on it
   /// (ranks node * local_world_size .. + local_world_size - 1; this rank alone when
   /// local_world_size is 1) reads in its slots [first, first + count), merged per shard.
@@ -261,14 +290,8 @@ class StreamingShardSampler {
   /// long runs: the read to issue into a node-local cache. O(p log p) for the p pieces.
   [[nodiscard]] std::vector<ShardRange> node_prefetch_plan(std::uint64_t first, std::uint64_t count,
                                                            std::uint64_t max_gap = 0) const {
-    const std::uint64_t per_node = world_.world_size % world_.local_world_size == 0 ? world_.local_world_size : 1;
-    const std::uint64_t node_first = world_.rank - world_.rank % per_node;
-    std::vector<std::uint64_t> ks;
-    for (std::uint64_t w = 0; w < options_.num_workers; ++w) {
-      for (std::uint64_t r = node_first; r < node_first + per_node; ++r) ks.push_back(w * world_.world_size + r);
-    }
     const std::uint64_t last = count > UINT64_MAX - first ? UINT64_MAX : first + count;
-    return walk_->merged_plan(ks, first, last, max_gap);
+    return walk_->merged_plan(node_consumers(), first, last, max_gap);
   }
 
   /// Calls f(sample) for `worker`'s slots [first, first + count) in order (count clipped
@@ -330,6 +353,17 @@ class StreamingShardSampler {
     while (b != 0) a = std::exchange(b, a % b);
     if (a == 1) return ConsumerSlots();
     return ConsumerSlots(world.world_size, per_node, a);
+  }
+
+  // Every consumer of this rank's node (see node_prefetch_plan), worker by worker.
+  [[nodiscard]] std::vector<std::uint64_t> node_consumers() const {
+    const std::uint64_t per_node = world_.world_size % world_.local_world_size == 0 ? world_.local_world_size : 1;
+    const std::uint64_t node_first = world_.rank - world_.rank % per_node;
+    std::vector<std::uint64_t> ks;
+    for (std::uint64_t w = 0; w < options_.num_workers; ++w) {
+      for (std::uint64_t r = node_first; r < node_first + per_node; ++r) ks.push_back(w * world_.world_size + r);
+    }
+    return ks;
   }
 
   [[nodiscard]] std::shared_ptr<const ShardWalk> fresh(std::uint64_t epoch) const {

@@ -42,6 +42,7 @@ __all__ = [
     "DistributedBatchSampler",
     "ShardStream",
     "ShardSample",
+    "ScheduledShard",
     "TokenBatchSampler",
     "EmptyToNone",
     "MixtureBatchSampler",
@@ -732,6 +733,9 @@ class DistributedBatchSampler(_StepSampler):
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"])
 ShardSample.__doc__ = "One sample of a shard stream: shard number, record offset in it, global index, padding flag."
+ScheduledShard = collections.namedtuple("ScheduledShard", ["shard", "first_slot", "last_slot", "samples"])
+ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first and last stream slot reading it, "
+                          "records read from it.")
 
 
 class ShardStream:
@@ -794,6 +798,22 @@ class ShardStream:
             return [ShardSample(*t) for t in core.samples(worker, first, count)]
 
         return _generate(_Progress(core, core.epoch), fetch, size)
+
+    def shard_schedule(self, worker, num_workers):
+        """The shards one worker slot of this rank reads this epoch (or in the rest of a loaded
+        state), in the order it first needs them, as ``ScheduledShard`` tuples: the first and
+        last slot of its stream reading the shard and how many of its records it reads
+        (padding included). A loader of remote shard files fetches in this order and evicts a
+        shard once its last slot has passed. Computed without walking the stream."""
+        who = "ShardStream.shard_schedule"
+        core = self._positioned(max(1, _unsigned(who, "num_workers", num_workers)))
+        return [ScheduledShard(*t) for t in core.shard_schedule(_unsigned(who, "worker", worker))]
+
+    def rank_shard_schedule(self, num_workers):
+        """``shard_schedule`` merged over this rank's ``num_workers`` workers: per shard the
+        earliest first slot, the latest last slot and the records all of them read."""
+        core = self._positioned(max(1, _unsigned("ShardStream.rank_shard_schedule", "num_workers", num_workers)))
+        return [ScheduledShard(*t) for t in core.rank_shard_schedule()]
 
     def __len__(self):
         """Samples of this worker's stream (worker 0 of 1 outside a DataLoader worker)."""

@@ -7,7 +7,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 import distsampler
-from distsampler.torch import ShardSample, ShardStream
+from distsampler.torch import ScheduledShard, ShardSample, ShardStream
 
 SIZES = [37, 5, 120, 64, 1, 80, 33]  # 340 samples in 7 shard files
 N = sum(SIZES)
@@ -96,3 +96,34 @@ def test_errors():
                 r"shard sizes differ \(state layout 0x")
     with pytest.raises(distsampler.StateError, match=expected):
         other.load_state_dict(stream.state_dict(batches=1, batch_size=2, num_workers=1))
+
+
+def schedule_by_walk(streams):
+    """(shard, first slot, last slot, records) per shard from walking the given worker streams."""
+    seen = {}
+    for samples in streams:
+        for slot, s in enumerate(samples):
+            first, last, count = seen.get(s.shard, (slot, slot, 0))
+            seen[s.shard] = (min(first, slot), max(last, slot), count + 1)
+    return sorted(((shard, f, l, c) for shard, (f, l, c) in seen.items()), key=lambda e: (e[1], e[0]))
+
+
+def test_shard_schedule_matches_the_streams_fresh_and_resumed():
+    big = [37 * (i % 5) + 3 for i in range(40)]  # 40 shards of 3..151 records
+    stream = ShardStream(big, 3, 1, seed=11)
+    stream.set_epoch(2)
+    streams = [list(stream.worker_samples(w, 2)) for w in range(2)]
+    for w in range(2):
+        got = stream.shard_schedule(w, 2)
+        assert all(isinstance(e, ScheduledShard) for e in got)
+        assert [tuple(e) for e in got] == schedule_by_walk([streams[w]])
+    assert [tuple(e) for e in stream.rank_shard_schedule(2)] == schedule_by_walk(streams)
+    # After a loaded state the schedule covers the rest of the epoch only.
+    state = stream.state_dict(batches=5, batch_size=3, num_workers=2)
+    resumed = ShardStream(big, 2, 0, seed=11)
+    resumed.load_state_dict(state)
+    rest = list(resumed.worker_samples(0, 3))
+    assert [tuple(e) for e in resumed.shard_schedule(0, 3)] == schedule_by_walk([rest])
+    assert sum(e.samples for e in resumed.shard_schedule(0, 3)) == len(rest)
+    with pytest.raises(distsampler.ConfigError, match=r"worker 3 is out of range for num_workers 3 \(expected 0..2\)"):
+        resumed.shard_schedule(3, 3)

@@ -33,13 +33,38 @@ inline constexpr std::uint64_t small_permutation_max = 16;
   return table;
 }
 
-/// Element `i` of small_permutation_table(key, n) (i < n); stops as soon as slot i is
-/// final, so O(n - i).
+/// multipliers[n][s] = n! / (s + 1)! for s < n <= small_permutation_max: the factor the
+/// key of small_permutation_table has been multiplied by when slot s is drawn (< 2^45).
+struct SmallPermutationMultipliers {
+  std::uint64_t at[small_permutation_max + 1][small_permutation_max + 1] = {};
+  constexpr SmallPermutationMultipliers() noexcept {
+    for (std::uint64_t n = 1; n <= small_permutation_max; ++n) {
+      for (std::uint64_t s = 0; s < n; ++s) {
+        std::uint64_t product = 1;
+        for (std::uint64_t t = s + 1; t < n; ++t) product *= t + 1;
+        at[n][s] = product;
+      }
+    }
+  }
+};
+inline constexpr SmallPermutationMultipliers small_permutation_multipliers{};
+
+/// Element `i` of small_permutation_table(key, n) (i < n), without building the table:
+/// slot i ends with what slot j_i held before draw i, and slot y last received, before
+/// draw i, the value of slot s at the first draw s > i that picked y (j_s == y), so the
+/// value is traced upwards from y = j_i. Each draw j_s = floor(x_s * (s + 1)) comes
+/// from the key times its multiplier, independently of the others. O(n - i)
+/// multiplications, no branch on the data.
 [[nodiscard]] constexpr std::uint64_t small_permutation_at(std::uint64_t key, std::uint64_t n,
                                                            std::uint64_t i) noexcept {
-  return (small_permutation_table(key, n, i) >> (4 * i)) & 0xf;
+  const std::uint64_t* multiplier = small_permutation_multipliers.at[n];
+  std::uint64_t y = mulhi64(key * multiplier[i], i + 1);
+  for (std::uint64_t s = i + 1; s < n; ++s) {
+    const std::uint64_t j = mulhi64(key * multiplier[s], s + 1);
+    y = j == y ? s : y;
+  }
+  return y;
 }
-
 }  // namespace detail
 DISTSAMPLER_NAMESPACE_END
 
