@@ -218,10 +218,12 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
                     prefix + "expected version prefix \" v\" at offset 17");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v"),
                     prefix + "expected a decimal value for version at offset 19");
-  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
-                    prefix + "unsupported version 4 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v5 dataset_size=1"),
+                    prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v0 dataset_size=1"),
-                    prefix + "unsupported version 0 (expected 1, 2 or 3)");
+                    prefix + "unsupported version 0 (expected 1, 2, 3 or 4)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
+                    prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
                     prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 size=1"),
@@ -273,9 +275,12 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
   bad_magic[0] = 'X';
   CHECK_THROWS_WITH(SamplerState::from_bytes(bad_magic),
                     prefix + "bad magic (expected \"DSST\"; not a distsampler state)");
+  auto v5 = b;
+  v5[4] = 5;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v5), prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
   auto v4 = b;
   v4[4] = 4;
-  CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "unsupported version 4 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "truncated input of 56 bytes (expected at least 80)");
   auto v3 = b;
   v3[4] = 3;
   CHECK_THROWS_WITH(SamplerState::from_bytes(v3), prefix + "truncated input of 56 bytes (expected at least 72)");
@@ -458,7 +463,7 @@ TEST_CASE("Validation of a version 3 state names every field that differs", "[st
                     "SamplerState: consumed 1001 exceeds dataset_size 1000 (expected consumed <= dataset_size)");
   SamplerState future = s;
   future.version = 9;
-  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2, 3 or 4)");
   SamplerState ahead = s;
   ahead.ahead = {{700, 710}};
   CHECK_THROWS_WITH(ahead.validate(key),

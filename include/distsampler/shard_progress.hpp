@@ -144,22 +144,26 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
 }
 
 /// The state once consumer c of `walk` has read its first done[c] slots (validated: one
-/// entry per consumer, each within its stream): the deal's consumed segment positions,
-/// mapped to G and joined with what was consumed before the segment, stored as a prefix
-/// plus ranges ahead. O(consumers + ranges log ranges).
+/// entry per consumer, each within its stream): the deal's consumed segment positions
+/// (BlockDeal::consumed_compact), mapped to G and joined with what was consumed before
+/// the segment (RemainingSegment::epoch_consumed_compact), stored as a prefix, ranges ahead and
+/// strided entries. O(consumers log consumers + entries of the resumed state).
 [[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
-  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.consumed(done));
+  std::vector<std::uint64_t> by_slot(done.size());
+  for (std::size_t k = 0; k < done.size(); ++k) by_slot[static_cast<std::size_t>(walk.slot(k))] = done[k];
+  PositionSet all = walk.segment().epoch_consumed_compact(walk.deal().consumed_compact(by_slot));
   SamplerState s;
   s.dataset_size = walk.order().size();
   s.seed = walk.order().options().seed;
   s.epoch = walk.epoch();
   s.set_key(ShardStateKey(walk.order()).get());
   std::size_t first = 0;
-  if (!all.empty() && all.front().begin == 0) {
-    s.consumed = all.front().end;
+  if (!all.ranges.empty() && all.ranges.front().begin == 0) {
+    s.consumed = all.ranges.front().end;
     first = 1;
   }
-  s.ahead.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  s.ahead.assign(all.ranges.begin() + static_cast<std::ptrdiff_t>(first), all.ranges.end());
+  s.strided = std::move(all.strided);
   return s;
 }
 

@@ -3,6 +3,7 @@
 #ifndef DISTSAMPLER_STATE_HPP
 #define DISTSAMPLER_STATE_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -80,9 +81,51 @@ struct PositionRange {
   friend constexpr bool operator!=(const PositionRange& a, const PositionRange& b) noexcept { return !(a == b); }
 };
 
+/// Positions consumed in an arithmetic progression of equal ranges (the whole blocks one
+/// consumer of a block deal read beyond what every consumer read): elements
+/// [begin + i * stride, begin + i * stride + length) for i < count. Canonical in a state:
+/// length >= 1, count >= 2 (one element is a PositionRange), stride > length (touching
+/// elements are one PositionRange). Plain data; members O(1), no overflow checks (call
+/// end() on entries a state validated).
+struct StridedRange {
+  std::uint64_t begin = 0;
+  std::uint64_t length = 0;
+  std::uint64_t stride = 0;
+  std::uint64_t count = 0;
+
+  /// Element i (< count).
+  [[nodiscard]] constexpr PositionRange element(std::uint64_t i) const noexcept {
+    return PositionRange{begin + i * stride, begin + i * stride + length};
+  }
+  /// End of the last element: begin + (count - 1) * stride + length (count >= 1).
+  [[nodiscard]] constexpr std::uint64_t end() const noexcept { return begin + (count - 1) * stride + length; }
+  /// Positions in all elements: length * count.
+  [[nodiscard]] constexpr std::uint64_t size() const noexcept { return length * count; }
+  /// Positions of the elements below x (elements are disjoint when stride >= length).
+  [[nodiscard]] constexpr std::uint64_t size_below(std::uint64_t x) const noexcept {
+    if (x <= begin || count == 0) return 0;
+    const std::uint64_t t = x - begin, whole = t / stride;
+    if (whole >= count) return size();
+    return whole * length + (t % stride < length ? t % stride : length);
+  }
+  friend constexpr bool operator==(const StridedRange& a, const StridedRange& b) noexcept {
+    return a.begin == b.begin && a.length == b.length && a.stride == b.stride && a.count == b.count;
+  }
+  friend constexpr bool operator!=(const StridedRange& a, const StridedRange& b) noexcept { return !(a == b); }
+};
+
+/// A set of positions as sorted, merged `ranges` plus `strided` progressions, which may
+/// overlap the ranges but not each other: what a block deal's consumers read, in segment
+/// or in epoch positions, before it is stored in a SamplerState.
+struct PositionSet {
+  std::vector<PositionRange> ranges;
+  std::vector<StridedRange> strided;
+};
+
 /// A run's position: in which epoch, and which positions of that epoch's global order
 /// (shared by all ranks, independent of world size and worker count) have been consumed:
-/// the prefix [0, consumed) and, beyond it, the ranges in `ahead`; and the key of the
+/// the prefix [0, consumed) and, beyond it, the ranges in `ahead` and the elements of the
+/// progressions in `strided`; and the key of the
 /// sampler that saved it (set_key). Together with a sampler built with the same dataset and
 /// options, it says exactly which samples remain.
 ///
@@ -91,6 +134,15 @@ struct PositionRange {
 /// per consumer consumed beyond the prefix. `ahead` is kept canonical: sorted, each range
 /// non-empty, separated from the prefix and from each other by at least one position,
 /// ending at most at dataset_size.
+///
+/// `strided` holds what a consumer read beyond the slowest in whole blocks (one entry per
+/// consumer, or per run of neighbouring consumers at the same count, instead of one range
+/// per block), so a state stays O(consumers) at any stop. Canonical: each entry as
+/// StridedRange says, its last element ending at most at dataset_size, beginning after
+/// `consumed` with a gap, sorted by begin; entries whose spans (begin to end()) overlap
+/// share one stride and never a position (their elements interleave). An element may lie
+/// inside an ahead range (a resumed segment's fronts cover earlier segments' holes as one
+/// range); positions are counted once.
 ///
 /// Version 3 (written for every state that carries its key) records every field and a
 /// checksum over all of them, so any single-bit change or hand edit of either form is refused:
@@ -107,6 +159,16 @@ struct PositionRange {
 ///    every byte before it (FNV-1a 64, finalised by splitmix64's mixer). 80 bytes plus the
 ///    names plus 16 per range. Names are 1 to 1024 bytes.
 ///
+/// Version 4 is version 3 with strided entries, written only when there are some (a state
+/// without them is written as version 3, byte for byte as before):
+///  - text: ` strided=700-764/4096x3,900-964/4096x2` after ` ahead=...` (or after
+///    `consumed=` without ahead ranges): the first element begin-end, the stride, the count.
+///  - bytes: the version-3 layout with u32 version 4 and a u64 strided count after the ahead
+///    count (so names start at 80), then after the ranges count quadruples of u64 begin,
+///    length, stride, count; then the checksum. 88 bytes plus the names plus 16 per range
+///    plus 32 per strided entry.
+/// Only a state with its key can hold strided entries (the writers throw state_error otherwise).
+///
 /// Versions 1 and 2, written by earlier releases, record only a fingerprint of the key
 /// (StateKey::legacy_fingerprint) and are still read, validated and, when read as such (no
 /// key set), written back in their own version:
@@ -119,10 +181,10 @@ struct PositionRange {
 ///
 /// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
 /// malformed or corrupted input, an unknown version, consumed > dataset_size, or
-/// non-canonical ahead ranges. Deterministic and platform independent.
+/// non-canonical ahead ranges or strided entries. Deterministic and platform independent.
 struct SamplerState {
   /// The newest format version this library reads and writes.
-  static constexpr std::uint32_t current_version = 3;
+  static constexpr std::uint32_t current_version = 4;
   /// Length of the version-1 byte form.
   static constexpr std::size_t byte_size = detail::legacy_state_bytes;
   /// Longest sampler or engine name a version-3 state records.
@@ -137,6 +199,7 @@ struct SamplerState {
   std::uint64_t consumed = 0;        ///< positions [0, consumed) of the epoch's global order are done
   std::uint64_t fingerprint = 0;     ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
   std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
+  std::vector<StridedRange> strided; ///< consumed progressions beyond the prefix (canonical; see above)
   // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
   std::string sampler;
   bool shuffle = true;
@@ -151,22 +214,25 @@ struct SamplerState {
   /// True when the state carries its key: set_key() was called, or it was read as version 3.
   [[nodiscard]] bool has_key() const noexcept { return !sampler.empty(); }
 
-  /// Positions consumed in all: consumed plus the sizes of the ahead ranges. O(ranges).
-  [[nodiscard]] std::uint64_t consumed_total() const noexcept {
-    std::uint64_t total = consumed;
-    for (const PositionRange& r : ahead) total += r.size();
-    return total;
+  /// Positions consumed in all (each once): consumed, the ahead ranges and the strided
+  /// elements not inside an ahead range. For a canonical state; O(ranges + strided entries
+  /// * log ranges + pairs of an entry and a range its span meets).
+  [[nodiscard]] std::uint64_t consumed_total() const noexcept;
+
+  /// The version the writers produce: 4 with strided entries, else 3 with a key, else 1
+  /// without ahead ranges, else 2.
+  [[nodiscard]] std::uint32_t written_version() const noexcept {
+    return !strided.empty() ? 4u : has_key() ? 3u : ahead.empty() ? 1u : 2u;
   }
 
-  /// The version the writers produce: 3 with a key, else 1 without ahead ranges, else 2.
-  [[nodiscard]] std::uint32_t written_version() const noexcept { return has_key() ? 3u : ahead.empty() ? 1u : 2u; }
-
-  /// The one-line text form (no trailing newline). O(ranges + names).
+  /// The one-line text form (no trailing newline). O(ranges + strided entries + names).
+  /// Throws state_error for strided entries without a key.
   [[nodiscard]] std::string to_text() const;
   /// Parses the text form. Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_text(std::string_view text);
 
-  /// The byte form (see above). O(ranges + names).
+  /// The byte form (see above). O(ranges + strided entries + names). Throws state_error
+  /// for strided entries without a key.
   [[nodiscard]] std::vector<std::uint8_t> to_bytes() const;
   /// Parses the byte form from `size` bytes at `data` (nullptr is fine when size is 0).
   /// Throws state_error naming the first problem found.
@@ -181,13 +247,15 @@ struct SamplerState {
   /// expected.layout_name). A version 1 or 2 state: dataset_size and seed, then the legacy
   /// fingerprint (naming shuffle or tail when changing that one field explains it), and the
   /// engine version must be 1 (what wrote those states). Then consumed <= dataset_size,
-  /// canonical ahead ranges, and none unless expected.accepts_ahead. O(ranges + names).
+  /// canonical ahead ranges and strided entries, and none unless expected.accepts_ahead.
+  /// O(ranges + strided entries * log strided entries + names).
   void validate(const StateKey& expected, std::string_view who = "SamplerState") const;
 
-  /// Equal when they describe the same positions of the same run: every field but `version`.
+  /// Equal when every field but `version` is equal. The library writes one form for given
+  /// progress, so states saved from the same progress compare equal.
   friend bool operator==(const SamplerState& a, const SamplerState& b) noexcept {
     return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch && a.consumed == b.consumed &&
-           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.sampler == b.sampler && a.shuffle == b.shuffle &&
+           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.strided == b.strided && a.sampler == b.sampler && a.shuffle == b.shuffle &&
            a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version && a.layout == b.layout;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
@@ -209,6 +277,84 @@ struct SamplerState {
 };
 
 namespace detail {
+
+// "700-764/4096x3": a strided entry as the text form writes it.
+[[nodiscard]] inline std::string strided_text(const StridedRange& r) {
+  return std::to_string(r.begin) + "-" + std::to_string(r.begin + r.length) + "/" + std::to_string(r.stride) + "x" +
+         std::to_string(r.count);
+}
+
+// Canonical strided entries (see SamplerState). Entries whose spans overlap form a
+// cluster; one stride per cluster, and their first elements' offsets modulo the stride,
+// taken as intervals on a circle of that length, must not overlap: then no two entries
+// share a position. O(entries log entries).
+inline void check_strided(const SamplerState& s, const char* who) {
+  const std::uint64_t n = s.dataset_size;
+  auto where = [&](std::size_t i) {
+    return std::string(who) + ": strided entry " + std::to_string(i) + " (" + strided_text(s.strided[i]) + ")";
+  };
+  std::size_t cluster = 0;     // first entry of the current cluster
+  std::size_t widest = 0;      // the cluster's entry reaching furthest
+  std::uint64_t reach = 0;     // end() of `widest`
+  auto close_cluster = [&](std::size_t last) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = cluster; i < last; ++i) order.push_back(i);
+    const std::uint64_t stride = s.strided[cluster].stride;
+    auto phase = [&](std::size_t i) { return s.strided[i].begin % stride; };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return phase(a) < phase(b); });
+    for (std::size_t j = 0; j + 1 < order.size(); ++j) {
+      const std::size_t a = order[j], b = order[j + 1];
+      if (phase(a) + s.strided[a].length > phase(b)) {
+        throw_state_error(where(std::max(a, b)) + " shares positions with strided entry " +
+                          std::to_string(std::min(a, b)) + " (expected entries of one stride at disjoint offsets)");
+      }
+    }
+    if (order.size() > 1 && phase(order.back()) + s.strided[order.back()].length > phase(order.front()) + stride) {
+      const std::size_t a = order.back(), b = order.front();
+      throw_state_error(where(std::max(a, b)) + " shares positions with strided entry " +
+                        std::to_string(std::min(a, b)) + " (expected entries of one stride at disjoint offsets)");
+    }
+  };
+  for (std::size_t i = 0; i < s.strided.size(); ++i) {
+    const StridedRange& r = s.strided[i];
+    if (r.length == 0) throw_state_error(where(i) + " has length 0 (expected at least 1)");
+    if (r.count < 2) {
+      throw_state_error(where(i) + " has count " + std::to_string(r.count) +
+                        " (expected at least 2; a single element is an ahead range)");
+    }
+    if (r.stride <= r.length) {
+      throw_state_error(where(i) + " has stride " + std::to_string(r.stride) + " not above its length " +
+                        std::to_string(r.length) + " (expected stride > length; touching elements are one ahead range)");
+    }
+    if (r.begin > n || r.length > n - r.begin || r.count - 1 > (n - r.begin - r.length) / r.stride) {
+      throw_state_error(where(i) + " ends past dataset_size " + std::to_string(n) +
+                        " (expected its last element to end at most at dataset_size)");
+    }
+    if (r.begin <= s.consumed) {
+      throw_state_error(where(i) + " does not begin after consumed " + std::to_string(s.consumed) +
+                        " (expected strided entries past the prefix with a gap)");
+    }
+    if (i != 0 && r.begin <= s.strided[i - 1].begin) {
+      throw_state_error(where(i) + " does not begin after the previous entry's begin " +
+                        std::to_string(s.strided[i - 1].begin) + " (expected strided entries sorted by begin)");
+    }
+    if (i != 0 && r.begin < reach) {
+      if (r.stride != s.strided[widest].stride) {
+        throw_state_error(where(i) + " overlaps the span of strided entry " + std::to_string(widest) + " of stride " +
+                          std::to_string(s.strided[widest].stride) + " (expected overlapping entries to share one stride)");
+      }
+    } else {
+      if (i != 0) close_cluster(i);
+      cluster = i;
+      reach = 0;
+    }
+    if (r.end() > reach) {
+      reach = r.end();
+      widest = i;
+    }
+  }
+  if (!s.strided.empty()) close_cluster(s.strided.size());
+}
 
 inline void check_consumed(const SamplerState& s, const char* who) {
   if (s.consumed > s.dataset_size) {
@@ -233,6 +379,7 @@ inline void check_consumed(const SamplerState& s, const char* who) {
     }
     floor = r.end;
   }
+  check_strided(s, who);
 }
 
 [[nodiscard]] inline std::string bool_name(bool b) { return b ? "true" : "false"; }
@@ -274,6 +421,20 @@ inline std::string StateKey::describe() const {
          std::to_string(order_engine_version()) + " layout=" + detail::hex64(layout);
 }
 
+inline std::uint64_t SamplerState::consumed_total() const noexcept {
+  std::uint64_t total = consumed;
+  for (const PositionRange& r : ahead) total += r.size();
+  for (const StridedRange& s : strided) {
+    total += s.size();
+    // Ahead ranges are sorted and disjoint: subtract the elements' positions inside those the span meets.
+    auto it = std::upper_bound(ahead.begin(), ahead.end(), s.begin,
+                               [](std::uint64_t x, const PositionRange& r) { return x < r.end; });
+    const std::uint64_t last = s.end();
+    for (; it != ahead.end() && it->begin < last; ++it) total -= s.size_below(it->end) - s.size_below(it->begin);
+  }
+  return total;
+}
+
 inline void SamplerState::set_key(const StateKey& key) {
   const std::string_view e = key.order_engine();
   if (key.sampler.empty() || key.sampler.size() > max_name_size || e.empty() || e.size() > max_name_size) {
@@ -294,8 +455,8 @@ inline void SamplerState::set_key(const StateKey& key) {
 
 inline void SamplerState::validate(const StateKey& expected, std::string_view who) const {
   const std::string prefix(who);
-  if (version < 1 || version > 3) {
-    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1, 2 or 3)");
+  if (version < 1 || version > 4) {
+    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1, 2, 3 or 4)");
   }
   if (!has_key()) {
     validate_legacy(expected, prefix);
@@ -330,6 +491,10 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
   if (!ahead.empty() && !expected.accepts_ahead) {
     detail::throw_state_error(prefix + ": the state has " + std::to_string(ahead.size()) +
                               " ahead ranges (expected none: this sampler resumes only a consumed prefix)");
+  }
+  if (!strided.empty() && !expected.accepts_ahead) {
+    detail::throw_state_error(prefix + ": the state has " + std::to_string(strided.size()) +
+                              " strided entries (expected none: this sampler resumes only a consumed prefix)");
   }
 }
 
