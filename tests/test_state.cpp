@@ -894,11 +894,11 @@ TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes ar
   };
   const std::string mismatch = prefix + "checksum mismatch (stored 0x60d2fcb730ceade0, computed ";
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"650-654/20x3", "650-654/20x4"},
-                                                                                {"650-654/20x3", "650-655/20x3"},
-                                                                                {"766-776/100x2", "766-776/110x2"},
-                                                                                {"656-658/20x2", "657-659/20x2"},
-                                                                                {",702-704/30x2", ""},
-                                                                                {"v4", "v3"}}) {
+                                                                                 {"650-654/20x3", "650-655/20x3"},
+                                                                                 {"766-776/100x2", "766-776/110x2"},
+                                                                                 {"656-658/20x2", "657-659/20x2"},
+                                                                                 {",702-704/30x2", ""},
+                                                                                 {"v4", "v3"}}) {
     CAPTURE(from, to);
     try {
       (void)SamplerState::from_text(edited(from, to));
@@ -913,8 +913,9 @@ TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes ar
     }
   }
   CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "654-650/20x3")),
-                    prefix + "strided entry 0 first element [654, 650) is empty or reversed (expected begin < end) "
-                             "at offset 205");
+                    prefix +
+                        "strided entry 0 first element [654, 650) is empty or reversed (expected begin < end) "
+                        "at offset 205");
   CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "650-654x3")),
                     prefix + "strided end \"654x3\" is not a decimal integer (expected only digits 0-9) at offset 202");
   CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "650-654/20")),
@@ -927,22 +928,25 @@ TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes ar
 
   const std::string bytes = "SamplerState::from_bytes: ";
   const auto b = keyed_strided_state().to_bytes();
-  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 79), bytes + "truncated input of 79 bytes (expected at least 80)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 79),
+                    bytes + "truncated input of 79 bytes (expected at least 80)");
   auto none = b;
   distsampler::detail::put_u64_le(none.data() + 72, 0);
   CHECK_THROWS_WITH(SamplerState::from_bytes(none),
-                    bytes + "version 4 with 0 strided entries (expected at least 1; without them the state is "
-                            "version 3)");
+                    bytes +
+                        "version 4 with 0 strided entries (expected at least 1; without them the state is "
+                        "version 3)");
   auto huge = b;
   distsampler::detail::put_u64_le(huge.data() + 72, UINT64_MAX / 2);
   CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
-                    bytes + "ahead range count 3 with strided entry count 9223372036854775807 is too large for any "
-                            "input (expected a count that fits in memory)");
+                    bytes +
+                        "ahead range count 3 with strided entry count 9223372036854775807 is too large for any "
+                        "input (expected a count that fits in memory)");
   auto more = b;
   distsampler::detail::put_u64_le(more.data() + 72, 5);
-  CHECK_THROWS_WITH(SamplerState::from_bytes(more),
-                    bytes + "truncated input of " + std::to_string(b.size()) + " bytes (expected at least " +
-                        std::to_string(b.size() + 32) + ")");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(more), bytes + "truncated input of " + std::to_string(b.size()) +
+                                                        " bytes (expected at least " + std::to_string(b.size() + 32) +
+                                                        ")");
 }
 
 TEST_CASE("Non-canonical strided entries are refused naming the entry and what was expected",
@@ -1008,12 +1012,15 @@ TEST_CASE("Non-canonical strided entries are refused naming the entry and what w
   // Only a keyed state can hold strided entries, and only a sampler that resumes ahead ranges takes them.
   SamplerState unkeyed = sample_state();
   unkeyed.strided = {{650, 4, 20, 3}};
-  CHECK_THROWS_WITH(unkeyed.to_text(), "SamplerState::to_text: the state has 1 strided entries but no key (expected "
-                                       "set_key first: only version 4 holds them)");
-  CHECK_THROWS_WITH(unkeyed.to_bytes(), "SamplerState::to_bytes: the state has 1 strided entries but no key (expected "
-                                        "set_key first: only version 4 holds them)");
+  CHECK_THROWS_WITH(unkeyed.to_text(),
+                    "SamplerState::to_text: the state has 1 strided entries but no key (expected "
+                    "set_key first: only version 4 holds them)");
+  CHECK_THROWS_WITH(unkeyed.to_bytes(),
+                    "SamplerState::to_bytes: the state has 1 strided entries but no key (expected "
+                    "set_key first: only version 4 holds them)");
   SamplerState batch = keyed_state();
   batch.strided = {{650, 4, 20, 3}};
-  CHECK_THROWS_WITH(batch.validate(batch_key), "SamplerState: the state has 1 strided entries (expected none: this "
-                                               "sampler resumes only a consumed prefix)");
+  CHECK_THROWS_WITH(batch.validate(batch_key),
+                    "SamplerState: the state has 1 strided entries (expected none: this "
+                    "sampler resumes only a consumed prefix)");
 }

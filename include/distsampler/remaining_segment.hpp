@@ -131,8 +131,8 @@ class RemainingSegment {
       // segment: at most one element) are placed one by one.
       const Span* const last = &span_of(s.end() - 1);
       for (; i < s.count && &span_of(s.element(i).begin) != last; ++i) hull(s.element(i).begin, s.element(i).end);
-      if (i < s.count) all.strided.push_back(StridedRange{epoch_position(s.begin + i * s.stride), s.length, s.stride,
-                                                          s.count - i});
+      if (i < s.count)
+        all.strided.push_back(StridedRange{epoch_position(s.begin + i * s.stride), s.length, s.stride, s.count - i});
     }
     detail::normalize_positions(all);
     return all;

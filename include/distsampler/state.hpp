@@ -196,10 +196,10 @@ struct SamplerState {
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
-  std::uint64_t consumed = 0;        ///< positions [0, consumed) of the epoch's global order are done
-  std::uint64_t fingerprint = 0;     ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
-  std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
-  std::vector<StridedRange> strided; ///< consumed progressions beyond the prefix (canonical; see above)
+  std::uint64_t consumed = 0;         ///< positions [0, consumed) of the epoch's global order are done
+  std::uint64_t fingerprint = 0;      ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
+  std::vector<PositionRange> ahead;   ///< consumed ranges beyond the prefix (canonical; see above)
+  std::vector<StridedRange> strided;  ///< consumed progressions beyond the prefix (canonical; see above)
   // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
   std::string sampler;
   bool shuffle = true;
@@ -255,8 +255,9 @@ struct SamplerState {
   /// progress, so states saved from the same progress compare equal.
   friend bool operator==(const SamplerState& a, const SamplerState& b) noexcept {
     return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch && a.consumed == b.consumed &&
-           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.strided == b.strided && a.sampler == b.sampler && a.shuffle == b.shuffle &&
-           a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version && a.layout == b.layout;
+           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.strided == b.strided && a.sampler == b.sampler &&
+           a.shuffle == b.shuffle && a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version &&
+           a.layout == b.layout;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
 
@@ -293,9 +294,9 @@ inline void check_strided(const SamplerState& s, const char* who) {
   auto where = [&](std::size_t i) {
     return std::string(who) + ": strided entry " + std::to_string(i) + " (" + strided_text(s.strided[i]) + ")";
   };
-  std::size_t cluster = 0;     // first entry of the current cluster
-  std::size_t widest = 0;      // the cluster's entry reaching furthest
-  std::uint64_t reach = 0;     // end() of `widest`
+  std::size_t cluster = 0;  // first entry of the current cluster
+  std::size_t widest = 0;   // the cluster's entry reaching furthest
+  std::uint64_t reach = 0;  // end() of `widest`
   auto close_cluster = [&](std::size_t last) {
     std::vector<std::size_t> order;
     for (std::size_t i = cluster; i < last; ++i) order.push_back(i);
@@ -324,7 +325,8 @@ inline void check_strided(const SamplerState& s, const char* who) {
     }
     if (r.stride <= r.length) {
       throw_state_error(where(i) + " has stride " + std::to_string(r.stride) + " not above its length " +
-                        std::to_string(r.length) + " (expected stride > length; touching elements are one ahead range)");
+                        std::to_string(r.length) +
+                        " (expected stride > length; touching elements are one ahead range)");
     }
     if (r.begin > n || r.length > n - r.begin || r.count - 1 > (n - r.begin - r.length) / r.stride) {
       throw_state_error(where(i) + " ends past dataset_size " + std::to_string(n) +
@@ -341,7 +343,8 @@ inline void check_strided(const SamplerState& s, const char* who) {
     if (i != 0 && r.begin < reach) {
       if (r.stride != s.strided[widest].stride) {
         throw_state_error(where(i) + " overlaps the span of strided entry " + std::to_string(widest) + " of stride " +
-                          std::to_string(s.strided[widest].stride) + " (expected overlapping entries to share one stride)");
+                          std::to_string(s.strided[widest].stride) +
+                          " (expected overlapping entries to share one stride)");
       }
     } else {
       if (i != 0) close_cluster(i);

@@ -283,8 +283,9 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
     } else {
       strided_count = detail::get_u64_le(data + 72);
       if (strided_count == 0) {
-        detail::throw_state_error(who + "version 4 with 0 strided entries (expected at least 1; without them the "
-                                        "state is version 3)");
+        detail::throw_state_error(who +
+                                  "version 4 with 0 strided entries (expected at least 1; without them the "
+                                  "state is version 3)");
       }
       expected = detail::state_v4_bytes_for(sampler_size + engine_size, count, strided_count);
     }
