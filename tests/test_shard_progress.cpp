@@ -203,6 +203,7 @@ TEST_CASE("at cluster scale a state at any stop is O(consumers) and resumes exac
   StreamingShardSampler t(sizes, World(1, 32, 1, 4), ShardSamplerOptions(options).with_num_workers(4));
   t.resume(st);
   CHECK(t.start() == sum);
+  CHECK(t.state(0) == st);  // nothing read since: the same state
   for (int j = 0; j < 2000; ++j) {
     const std::uint64_t c = rng.below(t.consumers()), i = j % 2 == 0 ? rng.below(4000) : rng.below(t.consumer_size(c));
     INFO("resumed consumer " << c << " slot " << i);
