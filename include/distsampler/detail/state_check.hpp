@@ -1,5 +1,9 @@
 // distsampler internal: SamplerState's canonical-form checks, consumed_total and validate, included by state.hpp.
 // SPDX-License-Identifier: MIT
+// Before the guard: state.hpp defines SamplerState and then includes this header, so
+// included first, this header's body still comes before state_io.hpp, which uses it.
+#include "../state.hpp"
+
 #ifndef DISTSAMPLER_DETAIL_STATE_CHECK_HPP
 #define DISTSAMPLER_DETAIL_STATE_CHECK_HPP
 
@@ -11,7 +15,6 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../state.hpp"
 #include "state_format.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
