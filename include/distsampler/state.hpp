@@ -144,8 +144,9 @@ struct PositionSet {
 /// inside an ahead range (a resumed segment's fronts cover earlier segments' holes as one
 /// range); positions are counted once.
 ///
-/// Version 3 (written for every state that carries its key) records every field and a
-/// checksum over all of them, so any single-bit change or hand edit of either form is refused:
+/// Version 3 (written for every state that carries its key and no strided entries) records
+/// every field and a checksum over all of them, so any single-bit change or hand edit of
+/// either form is refused:
 ///  - text, one line, keys in this order, single spaces, canonical decimals, lowercase hex:
 ///    `distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop
 ///    engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 ahead=700-764,900-964
