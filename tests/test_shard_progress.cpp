@@ -121,6 +121,13 @@ TEST_CASE("a consumer far ahead is one strided entry, and a resumed segment's st
   CHECK(text.rfind("distsampler-state v4 sampler=shard dataset_size=220", 0) == 0);
   CHECK(text.find(" consumed=8 ahead=20-24 strided=16-20/16x4 checksum=0x") != std::string::npos);
   CHECK(st.to_bytes().size() == 88 + 5 + st.engine.size() + 16 + 32);
+  // Consumers 0 and 1 three blocks each ([0, 8), [16, 24), [32, 40)): as an entry, 40 bytes
+  // (32 and the count); as two ranges, 32. The smaller form, version 3, is written.
+  const SamplerState two = s.state(ConsumerProgress({12, 12, 0, 0}));
+  CHECK(two.consumed == 8);
+  CHECK(two.ahead == std::vector<distsampler::PositionRange>{{16, 24}, {32, 40}});
+  CHECK(two.strided.empty());
+  CHECK(two.written_version() == 3);
   // Resumed on 3 consumers: the segment is the complement, its lead the 40 holes below 68
   // (the first block boundary past everything consumed), 13 per consumer's front.
   StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), o);
