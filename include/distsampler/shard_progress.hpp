@@ -147,10 +147,10 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
 /// The state once consumer c of `walk` has read its first done[c] slots (validated: one
 /// entry per consumer, each within its stream): the deal's consumed segment positions
 /// (BlockDeal::consumed_compact), mapped to G and joined with what was consumed before
-/// the segment (RemainingSegment::epoch_consumed_compact), stored as a prefix, ranges ahead and
-/// strided entries, or, when that takes no more bytes, with the entries written out as
-/// ranges (consumers only a few blocks apart). O(consumers log consumers + entries of the
-/// resumed state).
+/// the segment (RemainingSegment::epoch_consumed_compact), stored as a prefix, ranges
+/// ahead and strided entries, or, when that takes no more bytes, with the entries written
+/// out as ranges (consumers only a few blocks apart). O(consumers log consumers + entries
+/// of the resumed state).
 [[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
   std::vector<std::uint64_t> by_slot(done.size());
   for (std::size_t k = 0; k < done.size(); ++k) by_slot[static_cast<std::size_t>(walk.slot(k))] = done[k];
@@ -174,16 +174,16 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
   std::uint64_t elements = 0;
   for (const StridedRange& e : s.strided) elements += std::min<std::uint64_t>(e.count, 17 * s.strided.size());
   if (!s.strided.empty() && elements <= 16 * s.strided.size()) {
-    PositionSet plain;
-    if (s.consumed != 0) plain.ranges.push_back(PositionRange{0, s.consumed});
-    plain.ranges.insert(plain.ranges.end(), s.ahead.begin(), s.ahead.end());
-    append_elements(s.strided, plain.ranges);
-    merge_ranges(plain.ranges);
-    const bool prefix = !plain.ranges.empty() && plain.ranges.front().begin == 0;
-    const std::size_t ranges = plain.ranges.size() - (prefix ? 1 : 0);
+    std::vector<PositionRange> plain;
+    if (s.consumed != 0) plain.push_back(PositionRange{0, s.consumed});
+    plain.insert(plain.end(), s.ahead.begin(), s.ahead.end());
+    append_elements(s.strided, plain);
+    merge_ranges(plain);
+    const bool prefix = !plain.empty() && plain.front().begin == 0;
+    const std::size_t ranges = plain.size() - (prefix ? 1 : 0);
     if (16 * ranges <= 16 * s.ahead.size() + 32 * s.strided.size() + 8) {
-      s.consumed = prefix ? plain.ranges.front().end : 0;
-      s.ahead.assign(plain.ranges.begin() + (prefix ? 1 : 0), plain.ranges.end());
+      s.consumed = prefix ? plain.front().end : 0;
+      s.ahead.assign(plain.begin() + (prefix ? 1 : 0), plain.end());
       s.strided.clear();
     }
   }
