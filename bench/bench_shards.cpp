@@ -191,31 +191,56 @@ BENCHMARK(BM_ShardNodePrefetchWindow)->Unit(benchmark::kMillisecond);
 // range(2): 1 = 8 ranks per node (8 node groups), 0 = locality unknown.
 void BM_ShardSchedule(benchmark::State& state);
 
-// 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to 1000 apart.
-distsampler::ConsumerProgress any_stop(const distsampler::StreamingShardSampler& s) {
+// 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to
+// `spread` apart.
+distsampler::ConsumerProgress any_stop(const distsampler::StreamingShardSampler& s, std::uint64_t spread = 1000) {
   std::vector<std::uint64_t> done;
   std::uint64_t x = 12345;
   for (std::uint64_t c = 0; c < s.consumers(); ++c) {
     x = x * 6364136223846793005u + 1442695040888963407u;
-    done.push_back(5000000 + (x >> 40) % 1000);
+    done.push_back(5000000 + (x >> 40) % spread);
   }
   return distsampler::ConsumerProgress(done);
 }
 
+// The size of a state: its byte form, its ahead ranges and its strided entries.
+void count_state(benchmark::State& state, const distsampler::SamplerState& st) {
+  state.counters["bytes"] = static_cast<double>(st.to_bytes().size());
+  state.counters["ranges"] = static_cast<double>(st.ahead.size());
+  state.counters["strided"] = static_cast<double>(st.strided.size());
+}
+
 void BM_ShardStateAnyStop(benchmark::State& state) {
+  // range(0): how far apart the consumers stop at most (samples).
   distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
                                        distsampler::ShardSamplerOptions().with_num_workers(8));
   s.set_epoch(1);
-  const auto progress = any_stop(s);
-  std::size_t bytes = 0;
-  for (auto _ : state) {
-    const auto st = s.state(progress);
-    bytes = st.to_bytes().size();
-    benchmark::DoNotOptimize(st);
-  }
-  state.counters["bytes"] = static_cast<double>(bytes);
+  const auto progress = any_stop(s, static_cast<std::uint64_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(s.state(progress));
+  count_state(state, s.state(progress));
 }
-BENCHMARK(BM_ShardStateAnyStop)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ShardStateAnyStop)->ArgName("spread")->Arg(1000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
+
+void BM_ShardStateAfterResume(benchmark::State& state) {
+  // The any-stop state resumed on 32 ranks x 4 workers (4 per node), whose 128 consumers
+  // stop again up to 1000 samples apart, some still inside their fronts.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
+                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  t.resume(s.state(any_stop(s)));
+  std::vector<std::uint64_t> done;
+  std::uint64_t x = 777;
+  for (std::uint64_t c = 0; c < t.consumers(); ++c) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    done.push_back((x >> 40) % 1000 + (c % 2 == 0 ? 0 : 200000));
+  }
+  const distsampler::ConsumerProgress progress(done);
+  for (auto _ : state) benchmark::DoNotOptimize(t.state(progress));
+  count_state(state, t.state(progress));
+}
+BENCHMARK(BM_ShardStateAfterResume)->Unit(benchmark::kMicrosecond);
 
 void BM_ShardResumeAnyStop(benchmark::State& state) {
   // Resume that state on another world (32 ranks x 4 workers, 4 per node).

@@ -77,6 +77,12 @@ inline std::vector<bool> consumed_positions(const SamplerState& st) {
   for (const auto& r : st.ahead) {
     for (std::uint64_t p = r.begin; p < r.end; ++p) done[static_cast<std::size_t>(p)] = true;
   }
+  for (const auto& s : st.strided) {
+    for (std::uint64_t i = 0; i < s.count; ++i) {
+      for (std::uint64_t p = s.begin + i * s.stride; p < s.begin + i * s.stride + s.length; ++p)
+        done[static_cast<std::size_t>(p)] = true;
+    }
+  }
   return done;
 }
 

@@ -126,6 +126,30 @@ TEST_CASE("the consumed ranges of a deal are exactly the positions the consumers
     }
     INFO("trial " << trial << " remaining " << remaining << " lead " << lead << " K " << k_all << " b " << b);
     CHECK(d.consumed(done) == expected);
+    // The compact form holds the same positions in O(K) entries: per consumer at most a
+    // front, a partial block, three pieces of the partial round and a tail slot as ranges
+    // (plus the common rounds), and its whole blocks past the slowest as one strided entry
+    // of stride K * b over whole blocks.
+    const distsampler::PositionSet compact = d.consumed_compact(done);
+    CHECK(compact.ranges.size() <= 1 + 6 * k_all);
+    CHECK(compact.strided.size() <= k_all);
+    std::vector<bool> marked(static_cast<std::size_t>(remaining), false);
+    for (const PositionRange& r : compact.ranges) {
+      for (std::uint64_t x = r.begin; x < r.end; ++x) marked[static_cast<std::size_t>(x)] = true;
+    }
+    for (const distsampler::StridedRange& e : compact.strided) {
+      CHECK(e.count >= 2);
+      CHECK(e.stride == k_all * b);
+      CHECK(e.length % b == 0);
+      CHECK(e.length < e.stride);
+      for (std::uint64_t i = 0; i < e.count; ++i) {
+        for (std::uint64_t x = e.element(i).begin; x < e.element(i).end; ++x) {
+          REQUIRE(!marked[static_cast<std::size_t>(x)]);  // entries never overlap ranges or each other
+          marked[static_cast<std::size_t>(x)] = true;
+        }
+      }
+    }
+    CHECK(marked == read);
   }
 }
 

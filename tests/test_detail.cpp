@@ -10,6 +10,7 @@
 #include <distsampler/detail/bounded.hpp>
 #include <distsampler/detail/decimal.hpp>
 #include <distsampler/detail/mix.hpp>
+#include <distsampler/detail/position_ranges.hpp>
 #include <distsampler/detail/small_permutation.hpp>
 #include <distsampler/detail/state_format.hpp>
 #include <distsampler/error.hpp>
@@ -217,4 +218,34 @@ TEST_CASE("State names are escaped to one spelling", "[detail][state]") {
   CHECK(detail::escape_name("a/b%") == "a%2Fb%25");
   CHECK(detail::escape_name(std::string("\xff\n", 2)) == "%FF%0A");
   CHECK(detail::hex64(0xabcu) == "0x0000000000000abc");
+}
+
+TEST_CASE("normalize_positions joins elements touching the prefix and keeps the set of positions",
+          "[detail][position_ranges]") {
+  using distsampler::PositionRange;
+  using distsampler::PositionSet;
+  using distsampler::StridedRange;
+  // Two interleaved entries whose first elements continue the prefix [0, 4) one after the
+  // other: [4, 6) joins, then [6, 8); the entry at 6 keeps one element, [16, 18): a range.
+  PositionSet set;
+  set.ranges = {{2, 4}, {0, 2}, {30, 31}};
+  set.strided = {{6, 2, 10, 2}, {4, 2, 10, 3}};
+  distsampler::detail::normalize_positions(set);
+  CHECK(set.ranges == std::vector<PositionRange>{{0, 8}, {16, 18}, {30, 31}});
+  CHECK(set.strided == std::vector<StridedRange>{{14, 2, 10, 2}});
+  // An element straddling the prefix's end extends it; one inside it only leaves.
+  PositionSet straddle;
+  straddle.ranges = {{0, 5}};
+  straddle.strided = {{4, 2, 5, 3}, {6, 3, 5, 2}};
+  distsampler::detail::normalize_positions(straddle);
+  // [4, 6) straddles 5 and [6, 9) follows (prefix [0, 9)); then [9, 11), whose entry's last
+  // element [14, 16) becomes a range, and [11, 14): all of [0, 16).
+  CHECK(straddle.ranges == std::vector<PositionRange>{{0, 16}});
+  CHECK(straddle.strided.empty());
+  // Nothing touches the prefix: only sorting.
+  PositionSet apart;
+  apart.strided = {{50, 1, 4, 2}, {20, 1, 4, 3}};
+  distsampler::detail::normalize_positions(apart);
+  CHECK(apart.ranges.empty());
+  CHECK(apart.strided == std::vector<StridedRange>{{20, 1, 4, 3}, {50, 1, 4, 2}});
 }

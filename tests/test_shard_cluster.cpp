@@ -269,6 +269,7 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
     std::vector<bool> read_pos(static_cast<std::size_t>(n), false);
     std::string saved;
     std::uint64_t last_dropped = 0;
+    std::uint64_t entry_bound = 0;  // 16 (1 + 9K) bytes per segment, as in the sampler tests' resume property
     const int segments = 2 + static_cast<int>(rng.below(3));
     for (int seg = 0; seg < segments; ++seg) {
       const std::uint64_t per_node = 1 + rng.below(4), nodes = 1 + rng.below(4), w = per_node * nodes;
@@ -309,6 +310,8 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
       INFO("trial " << trial << " segment " << seg << " world " << w << " per node " << per_node << " workers "
                     << n_workers << " groups " << s0.node_groups() << " state " << state.to_text());
       CHECK(consumed_positions(state) == read_pos);
+      entry_bound += 16 * (1 + 9 * k);
+      CHECK(16 * state.ahead.size() + 32 * state.strided.size() <= entry_bound);
       saved = state.to_text();
       last_dropped = tail == Tail::drop ? (n - s0.start()) % k : 0;
     }

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -96,6 +97,145 @@ TEST_CASE("a stop inside blocks records the documented ranges, round-trips and i
   o3.shuffle = false;
   StreamingShardSampler unshuffled({100, 50, 0, 70}, World(), o3);
   CHECK_THROWS_AS(unshuffled.resume(st), distsampler::state_error);
+}
+
+TEST_CASE("a consumer far ahead is one strided entry, and a resumed segment's state trims it",
+          "[shard][progress][strided]") {
+  ShardSamplerOptions o;
+  o.run_length = 2;
+  o.max_open_shards = 2;
+  o.canonical_streams = 4;
+  // 220 samples, 4 consumers, blocks of 4 (as above). Consumer 0 read 20 samples: blocks
+  // 0, 4, 8, 12 and 16 of the order, positions [0, 4), [16, 20), [32, 36), [48, 52),
+  // [64, 68); consumer 1 read 8: blocks 1 and 5, [4, 8) and [20, 24). So [0, 8) is the
+  // prefix, [20, 24) a range, and consumer 0's blocks after its first one strided: begin
+  // 16, length 4, stride 16 (4 consumers x 4), count 4.
+  StreamingShardSampler s({100, 50, 0, 70}, World(0, 2), ShardSamplerOptions(o).with_num_workers(2));
+  s.set_epoch(4);
+  const SamplerState st = s.state(ConsumerProgress({20, 8, 0, 0}));
+  CHECK(st.consumed == 8);
+  CHECK(st.ahead == std::vector<distsampler::PositionRange>{{20, 24}});
+  CHECK(st.strided == std::vector<distsampler::StridedRange>{{16, 4, 16, 4}});
+  CHECK(st.consumed_total() == 28);
+  const std::string text = st.to_text();
+  CHECK(text.rfind("distsampler-state v4 sampler=shard dataset_size=220", 0) == 0);
+  CHECK(text.find(" consumed=8 ahead=20-24 strided=16-20/16x4 checksum=0x") != std::string::npos);
+  CHECK(st.to_bytes().size() == 88 + 5 + st.engine.size() + 16 + 32);
+  // Consumers 0 and 1 three blocks each ([0, 8), [16, 24), [32, 40)): as an entry, 40 bytes
+  // (32 and the count); as two ranges, 32. The smaller form, version 3, is written.
+  const SamplerState two = s.state(ConsumerProgress({12, 12, 0, 0}));
+  CHECK(two.consumed == 8);
+  CHECK(two.ahead == std::vector<distsampler::PositionRange>{{16, 24}, {32, 40}});
+  CHECK(two.strided.empty());
+  CHECK(two.written_version() == 3);
+  // Resumed on 3 consumers: the segment is the complement, its lead the 40 holes below 68
+  // (the first block boundary past everything consumed), 13 per consumer's front.
+  StreamingShardSampler t({100, 50, 0, 70}, World(0, 3), o);
+  t.resume(SamplerState::from_bytes(st.to_bytes()));
+  CHECK(t.start() == 28);
+  CHECK(t.remaining_ranges() ==
+        std::vector<distsampler::PositionRange>{{8, 16}, {24, 32}, {36, 48}, {52, 64}, {68, 220}});
+  CHECK(t.consumer_position(0, 12) == 28);
+  // Consumer 0 reads its whole front (G 8..15 and 24..28): with what was consumed before,
+  // [0, 29) is done; of the strided entry only the elements past 29 remain.
+  const SamplerState next = t.state(ConsumerProgress({13, 0, 0}));
+  CHECK(next.consumed == 29);
+  CHECK(next.ahead.empty());
+  CHECK(next.strided == std::vector<distsampler::StridedRange>{{32, 4, 16, 3}});
+  CHECK(next.consumed_total() == 28 + 13);
+}
+
+namespace {
+
+// Whether position p is consumed in `st`, from the documented meaning of its fields.
+bool marks(const SamplerState& st, std::uint64_t p) {
+  if (p < st.consumed) return true;
+  for (const auto& r : st.ahead) {
+    if (p >= r.begin && p < r.end) return true;
+  }
+  for (const auto& e : st.strided) {
+    if (p >= e.begin && (p - e.begin) / e.stride < e.count && (p - e.begin) % e.stride < e.length) return true;
+  }
+  return false;
+}
+
+// Checks, on a sample of consumers and slots around and below each stop, that `st` marks
+// exactly the slots each consumer of `s` read (done[c] of them).
+void check_marks_sampled(const StreamingShardSampler& s, const std::vector<std::uint64_t>& done, const SamplerState& st,
+                         TestRng& rng) {
+  for (std::uint64_t c = 0; c < s.consumers(); c += 1 + rng.below(16)) {
+    const std::uint64_t d = done[static_cast<std::size_t>(c)];
+    for (std::uint64_t i : {d - 1, d, d + 1, d + 63, d - 64, rng.below(d), d + rng.below(5000)}) {
+      INFO("consumer " << c << " done " << d << " slot " << i);
+      REQUIRE(marks(st, s.consumer_position(c, i)) == (i < d));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("at cluster scale a state at any stop is O(consumers) and resumes exactly the complement",
+          "[shard][progress][strided][cluster]") {
+  // 10^5 shards x 10^5 samples = 10^10, 64 ranks x 8 workers on 8 nodes: 512 consumers, each
+  // stopped at its own count, up to 1000 apart. Blocks here are 8 samples, so the slowest
+  // and fastest consumer are about 125 blocks apart: one range per block ahead (merged
+  // where neighbours' blocks touch) is about 10^4 ranges, 168 KB.
+  const std::vector<std::uint64_t> sizes(100000, 100000);
+  const auto options = ShardSamplerOptions().with_num_workers(8);
+  StreamingShardSampler s(sizes, World(3, 64, 3, 8), options);
+  s.set_epoch(1);
+  const std::uint64_t k = s.consumers();
+  REQUIRE(k == 512);
+  TestRng rng{16};
+  std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+  std::uint64_t sum = 0;
+  for (auto& d : done) sum += d = 5000000 + rng.below(1000);
+  const SamplerState st = s.state(ConsumerProgress(done));
+  const auto bytes = st.to_bytes();
+  INFO("ranges " << st.ahead.size() << " strided " << st.strided.size() << " bytes " << bytes.size());
+  // Per consumer at most a partial block (16 bytes) and a strided entry (32 bytes).
+  CHECK(bytes.size() < 64 * k + 256);
+  CHECK(st.strided.size() <= k);
+  CHECK(st.consumed_total() == sum);  // the stops are far from the tail: no padding read
+  check_marks_sampled(s, done, st, rng);
+  REQUIRE(SamplerState::from_bytes(bytes) == st);
+  REQUIRE(SamplerState::from_text(st.to_text()) == st);
+
+  // The spread does not matter: consumers up to 10^6 samples apart.
+  std::vector<std::uint64_t> wide = done;
+  for (auto& d : wide) d += rng.below(1000000);
+  CHECK(s.state(ConsumerProgress(wide)).to_bytes().size() < 64 * k + 256);
+
+  // Resumed on 32 ranks x 4 workers (4 per node): the segment is the complement.
+  StreamingShardSampler t(sizes, World(1, 32, 1, 4), ShardSamplerOptions(options).with_num_workers(4));
+  t.resume(st);
+  CHECK(t.start() == sum);
+  CHECK(t.state(0) == st);  // nothing read since: the same state
+  for (int j = 0; j < 2000; ++j) {
+    const std::uint64_t c = rng.below(t.consumers()), i = j % 2 == 0 ? rng.below(4000) : rng.below(t.consumer_size(c));
+    INFO("resumed consumer " << c << " slot " << i);
+    REQUIRE(!marks(st, t.consumer_position(c, i)));
+  }
+  const auto remaining = t.remaining_ranges();
+  for (int j = 0; j < 2000; ++j) {
+    const std::uint64_t p = rng.below(2 * 5001000 * k);
+    const auto it = std::upper_bound(remaining.begin(), remaining.end(), p,
+                                     [](std::uint64_t x, const distsampler::PositionRange& r) { return x < r.end; });
+    const bool in_segment = it != remaining.end() && it->begin <= p;
+    INFO("position " << p);
+    REQUIRE(in_segment == !marks(st, p));
+  }
+  // Its state at another spread composes compactly: at most 48 bytes per consumer of the
+  // first segment (its partial block and strided entry) and 80 per consumer of this one
+  // (a front, a partial block, a block of the lead and a strided entry).
+  std::vector<std::uint64_t> next(static_cast<std::size_t>(t.consumers()));
+  std::uint64_t next_sum = sum;
+  for (auto& d : next) next_sum += d = rng.below(3000);
+  const SamplerState st2 = t.state(ConsumerProgress(next));
+  INFO("resumed state: ranges " << st2.ahead.size() << " strided " << st2.strided.size());
+  CHECK(st2.to_bytes().size() < 48 * k + 80 * t.consumers() + 256);
+  CHECK(st2.consumed_total() == next_sum);
+  check_marks_sampled(t, next, st2, rng);
 }
 
 TEST_CASE("stopping points past a stream's end throw config_error", "[shard][progress][errors]") {

@@ -1,4 +1,4 @@
-// distsampler tests: SamplerState text and byte forms (versions 1 to 3), validation, corrupt input.
+// distsampler tests: SamplerState text and byte forms (versions 1 to 4), validation, corrupt input.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -54,6 +54,15 @@ SamplerState keyed_state(const StateKey& key = batch_key) {
 SamplerState keyed_ahead_state() {
   SamplerState s = keyed_state(shard_key);
   s.ahead = {{700, 764}, {900, 901}, {950, 1000}};
+  return s;
+}
+
+// A version-4 state: keyed_ahead_state() plus strided entries (tests/golden/state_v3.py
+// computes its forms): two interleaved entries of stride 20, one whose elements lie inside
+// the ahead range [700, 764), one of stride 100.
+SamplerState keyed_strided_state() {
+  SamplerState s = keyed_ahead_state();
+  s.strided = {{650, 4, 20, 3}, {656, 2, 20, 2}, {702, 2, 30, 2}, {766, 10, 100, 2}};
   return s;
 }
 
@@ -218,10 +227,12 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
                     prefix + "expected version prefix \" v\" at offset 17");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v"),
                     prefix + "expected a decimal value for version at offset 19");
-  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
-                    prefix + "unsupported version 4 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v5 dataset_size=1"),
+                    prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v0 dataset_size=1"),
-                    prefix + "unsupported version 0 (expected 1, 2 or 3)");
+                    prefix + "unsupported version 0 (expected 1, 2, 3 or 4)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
+                    prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
                     prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v1 size=1"),
@@ -273,9 +284,12 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
   bad_magic[0] = 'X';
   CHECK_THROWS_WITH(SamplerState::from_bytes(bad_magic),
                     prefix + "bad magic (expected \"DSST\"; not a distsampler state)");
+  auto v5 = b;
+  v5[4] = 5;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v5), prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
   auto v4 = b;
   v4[4] = 4;
-  CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "unsupported version 4 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "truncated input of 56 bytes (expected at least 80)");
   auto v3 = b;
   v3[4] = 3;
   CHECK_THROWS_WITH(SamplerState::from_bytes(v3), prefix + "truncated input of 56 bytes (expected at least 72)");
@@ -297,6 +311,7 @@ TEST_CASE("Every truncation of a valid state throws state_error", "[state][trunc
   SECTION("version 2") { require_truncations_rejected(ahead_state()); }
   SECTION("version 3") { require_truncations_rejected(keyed_state()); }
   SECTION("version 3 with ahead ranges") { require_truncations_rejected(keyed_ahead_state()); }
+  SECTION("version 4") { require_truncations_rejected(keyed_strided_state()); }
 }
 
 TEST_CASE("Every single-bit corruption of the byte form is detected", "[state][bytes]") {
@@ -304,9 +319,10 @@ TEST_CASE("Every single-bit corruption of the byte form is detected", "[state][b
   SECTION("version 2") { require_bit_flips_detected(bytes_of(ahead_state())); }
   SECTION("version 3") { require_bit_flips_detected(bytes_of(keyed_state())); }
   SECTION("version 3 with ahead ranges") { require_bit_flips_detected(bytes_of(keyed_ahead_state())); }
+  SECTION("version 4") { require_bit_flips_detected(bytes_of(keyed_strided_state())); }
 }
 
-TEST_CASE("Every single-bit corruption of a version 3 text form is detected", "[state][text]") {
+TEST_CASE("Every single-bit corruption of a version 3 or 4 text form is detected", "[state][text]") {
   SECTION("without ahead ranges") {
     const std::string t = keyed_state().to_text();
     REQUIRE(SamplerState::from_text(t) == keyed_state());
@@ -316,6 +332,11 @@ TEST_CASE("Every single-bit corruption of a version 3 text form is detected", "[
   SECTION("with ahead ranges and an escaped name") {
     const std::string t = keyed_ahead_state().to_text();
     REQUIRE(SamplerState::from_text(t) == keyed_ahead_state());
+    require_text_bit_flips_detected(t);
+  }
+  SECTION("version 4") {
+    const std::string t = keyed_strided_state().to_text();
+    REQUIRE(SamplerState::from_text(t) == keyed_strided_state());
     require_text_bit_flips_detected(t);
   }
 }
@@ -379,7 +400,7 @@ TEST_CASE("Random corruption of either form never crashes and throws only state_
     CHECK(bytes_ok == 0);
   }
   SECTION("version 3: both forms are checksummed") {
-    for (const SamplerState& s : {keyed_state(), keyed_ahead_state()}) {
+    for (const SamplerState& s : {keyed_state(), keyed_ahead_state(), keyed_strided_state()}) {
       const auto [text_ok, bytes_ok] = random_corruptions_accepted(s, 2025);
       CHECK(text_ok == 0);
       CHECK(bytes_ok == 0);
@@ -458,7 +479,7 @@ TEST_CASE("Validation of a version 3 state names every field that differs", "[st
                     "SamplerState: consumed 1001 exceeds dataset_size 1000 (expected consumed <= dataset_size)");
   SamplerState future = s;
   future.version = 9;
-  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2 or 3)");
+  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2, 3 or 4)");
   SamplerState ahead = s;
   ahead.ahead = {{700, 710}};
   CHECK_THROWS_WITH(ahead.validate(key),
@@ -823,4 +844,183 @@ TEST_CASE("Non-canonical ahead ranges and malformed version 2 input throw state_
   auto as_v1 = b;
   as_v1[4] = 1;
   CHECK_THROWS_WITH(SamplerState::from_bytes(resealed(as_v1)), bytes + "56 trailing bytes (expected exactly 56)");
+}
+
+TEST_CASE("The version 4 forms are the documented ones and round-trip", "[state][text][bytes][strided]") {
+  // Expected forms from tests/golden/state_v3.py, an independent implementation of the format.
+  const SamplerState s = keyed_strided_state();
+  CHECK(s.written_version() == 4);
+  CHECK(s.to_text() ==
+        "distsampler-state v4 sampler=shard dataset_size=1000 seed=42 shuffle=true tail=drop "
+        "engine=shard-v2%20shuffle/2 layout=0x0123456789abcdef epoch=3 consumed=640 "
+        "ahead=700-764,900-901,950-1000 strided=650-654/20x3,656-658/20x2,702-704/30x2,766-776/100x2 "
+        "checksum=0x60d2fcb730ceade0");
+  const auto b = s.to_bytes();
+  REQUIRE(b.size() == 88 + 5 + 16 + 16 * 3 + 32 * 4);
+  CHECK(b[4] == 4);
+  CHECK(b[64] == 3);  // ahead count
+  CHECK(b[72] == 4);  // strided count
+  CHECK(std::string(b.begin() + 80, b.begin() + 85) == "shard");
+  const std::size_t strided_at = 80 + 5 + 16 + 16 * 3;
+  CHECK(distsampler::detail::get_u64_le(b.data() + strided_at) == 650);
+  CHECK(distsampler::detail::get_u64_le(b.data() + strided_at + 8) == 4);
+  CHECK(distsampler::detail::get_u64_le(b.data() + strided_at + 16) == 20);
+  CHECK(distsampler::detail::get_u64_le(b.data() + strided_at + 24) == 3);
+  CHECK(distsampler::detail::hex64(distsampler::detail::get_u64_le(b.data() + b.size() - 8)) == "0x60d2fcb730ceade0");
+  for (const SamplerState& t : {SamplerState::from_text(s.to_text()), SamplerState::from_bytes(b)}) {
+    CHECK(t == s);
+    CHECK(t.version == 4);
+    CHECK(t.fingerprint == s.fingerprint);
+    CHECK_NOTHROW(t.validate(shard_key));
+  }
+  // 640 + 115 ahead + 12 + 4 + 20 strided; the entry at 702 lies inside the ahead range 700-764.
+  CHECK(s.consumed_total() == 791);
+  SamplerState other = s;
+  other.strided[3].count = 3;
+  CHECK(other != s);
+  // Without strided entries the same state is version 3, as before.
+  CHECK(keyed_ahead_state().written_version() == 3);
+}
+
+TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes are refused",
+          "[state][text][bytes][strided][errors]") {
+  const std::string t = keyed_strided_state().to_text();
+  const std::string prefix = "SamplerState::from_text: ";
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string e = t;
+    const std::size_t at = e.find(from);
+    REQUIRE(at != std::string::npos);
+    return e.replace(at, from.size(), to);
+  };
+  const std::string mismatch = prefix + "checksum mismatch (stored 0x60d2fcb730ceade0, computed ";
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"650-654/20x3", "650-654/20x4"},
+                                                                                 {"650-654/20x3", "650-655/20x3"},
+                                                                                 {"766-776/100x2", "766-776/110x2"},
+                                                                                 {"656-658/20x2", "657-659/20x2"},
+                                                                                 {",702-704/30x2", ""},
+                                                                                 {"v4", "v3"}}) {
+    CAPTURE(from, to);
+    try {
+      (void)SamplerState::from_text(edited(from, to));
+      FAIL("accepted");
+    } catch (const state_error& e) {
+      const std::string what = e.what();
+      if (from == "v4") {
+        CHECK(what == prefix + "expected key \" checksum=\" at offset 189");
+      } else {
+        CHECK(what.rfind(mismatch, 0) == 0);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "654-650/20x3")),
+                    prefix +
+                        "strided entry 0 first element [654, 650) is empty or reversed (expected begin < end) "
+                        "at offset 205");
+  CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "650-654x3")),
+                    prefix + "strided end \"654x3\" is not a decimal integer (expected only digits 0-9) at offset 202");
+  CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "650-654/20")),
+                    prefix + "expected count separator \"x\" at offset 208");
+  CHECK_THROWS_WITH(SamplerState::from_text(edited("650-654/20x3", "650-654/020x3")),
+                    prefix + "strided stride \"020\" has a leading zero (expected the plain decimal) at offset 206");
+  // A version 4 text must hold strided entries.
+  CHECK_THROWS_WITH(SamplerState::from_text(keyed_ahead_state().to_text().replace(18, 2, "v4")),
+                    prefix + "expected key \" strided=\" at offset 189");
+
+  const std::string bytes = "SamplerState::from_bytes: ";
+  const auto b = keyed_strided_state().to_bytes();
+  CHECK_THROWS_WITH(SamplerState::from_bytes(b.data(), 79),
+                    bytes + "truncated input of 79 bytes (expected at least 80)");
+  auto none = b;
+  distsampler::detail::put_u64_le(none.data() + 72, 0);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(none),
+                    bytes +
+                        "version 4 with 0 strided entries (expected at least 1; without them the state is "
+                        "version 3)");
+  auto huge = b;
+  distsampler::detail::put_u64_le(huge.data() + 72, UINT64_MAX / 2);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(huge),
+                    bytes +
+                        "ahead range count 3 with strided entry count 9223372036854775807 is too large for any "
+                        "input (expected a count that fits in memory)");
+  auto more = b;
+  distsampler::detail::put_u64_le(more.data() + 72, 5);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(more), bytes + "truncated input of " + std::to_string(b.size()) +
+                                                        " bytes (expected at least " + std::to_string(b.size() + 32) +
+                                                        ")");
+}
+
+TEST_CASE("Non-canonical strided entries are refused naming the entry and what was expected",
+          "[state][strided][errors]") {
+  auto message = [](SamplerState s) {
+    // Through the byte form, resealed: only the canonical-form check can refuse it.
+    try {
+      s.validate(shard_key);
+    } catch (const state_error& e) {
+      const std::string validated = e.what();
+      try {
+        (void)SamplerState::from_bytes(s.to_bytes());
+      } catch (const state_error& f) {
+        const std::string parsed = f.what();
+        const std::string a = "SamplerState: ", b = "SamplerState::from_bytes: ";
+        REQUIRE(validated.rfind(a, 0) == 0);
+        REQUIRE(parsed == b + validated.substr(a.size()));
+        return validated.substr(a.size());
+      }
+      return std::string("parsed");
+    }
+    return std::string("valid");
+  };
+  auto with = [](std::vector<distsampler::StridedRange> strided) {
+    SamplerState s = keyed_ahead_state();
+    s.strided = std::move(strided);
+    return s;
+  };
+  CHECK(message(with({{650, 4, 20, 3}})) == "valid");
+  CHECK(message(with({{650, 0, 20, 3}})) == "strided entry 0 (650-650/20x3) has length 0 (expected at least 1)");
+  CHECK(message(with({{650, 4, 20, 1}})) ==
+        "strided entry 0 (650-654/20x1) has count 1 (expected at least 2; a single element is an ahead range)");
+  CHECK(message(with({{650, 4, 4, 3}})) ==
+        "strided entry 0 (650-654/4x3) has stride 4 not above its length 4 (expected stride > length; touching "
+        "elements are one ahead range)");
+  CHECK(message(with({{650, 4, 20, 18}})) == "valid");  // last element [990, 994)
+  CHECK(message(with({{650, 4, 20, 18}, {995, 4, 20, 2}})) ==
+        "strided entry 1 (995-999/20x2) ends past dataset_size 1000 (expected its last element to end at most at "
+        "dataset_size)");
+  CHECK(message(with({{650, 4, UINT64_MAX, 2}})) ==
+        "strided entry 0 (650-654/18446744073709551615x2) ends past dataset_size 1000 (expected its last element to "
+        "end at most at dataset_size)");
+  CHECK(message(with({{640, 4, 20, 2}})) ==
+        "strided entry 0 (640-644/20x2) does not begin after consumed 640 (expected strided entries past the prefix "
+        "with a gap)");
+  CHECK(message(with({{660, 4, 20, 2}, {650, 4, 30, 2}})) ==
+        "strided entry 1 (650-654/30x2) does not begin after the previous entry's begin 660 (expected strided "
+        "entries sorted by begin)");
+  CHECK(message(with({{650, 4, 20, 3}, {660, 4, 30, 2}})) ==
+        "strided entry 1 (660-664/30x2) overlaps the span of strided entry 0 of stride 20 (expected overlapping "
+        "entries to share one stride)");
+  CHECK(message(with({{650, 4, 20, 3}, {652, 4, 20, 2}})) ==
+        "strided entry 1 (652-656/20x2) shares positions with strided entry 0 (expected entries of one stride at "
+        "disjoint offsets)");
+  // Offsets modulo 20: the first entry takes 10..13; 18..19 is free, 18..30 wraps onto 0..10 and meets it.
+  CHECK(message(with({{650, 4, 20, 3}, {658, 2, 20, 2}})) == "valid");
+  CHECK(message(with({{650, 4, 20, 3}, {658, 13, 20, 2}})) ==
+        "strided entry 1 (658-671/20x2) shares positions with strided entry 0 (expected entries of one stride at "
+        "disjoint offsets)");
+  // Spans that do not overlap may have any strides; the entry of stride 100 starts after 694.
+  CHECK(message(with({{650, 4, 20, 3}, {694, 10, 100, 2}})) == "valid");
+
+  // Only a keyed state can hold strided entries, and only a sampler that resumes ahead ranges takes them.
+  SamplerState unkeyed = sample_state();
+  unkeyed.strided = {{650, 4, 20, 3}};
+  CHECK_THROWS_WITH(unkeyed.to_text(),
+                    "SamplerState::to_text: the state has 1 strided entries but no key (expected "
+                    "set_key first: only version 4 holds them)");
+  CHECK_THROWS_WITH(unkeyed.to_bytes(),
+                    "SamplerState::to_bytes: the state has 1 strided entries but no key (expected "
+                    "set_key first: only version 4 holds them)");
+  SamplerState batch = keyed_state();
+  batch.strided = {{650, 4, 20, 3}};
+  CHECK_THROWS_WITH(batch.validate(batch_key),
+                    "SamplerState: the state has 1 strided entries (expected none: this "
+                    "sampler resumes only a consumed prefix)");
 }

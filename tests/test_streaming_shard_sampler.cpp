@@ -146,6 +146,7 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
     std::vector<bool> read_pos(static_cast<std::size_t>(n), false);  // by global-order position
     std::string saved;
     std::uint64_t last_dropped = 0;
+    std::uint64_t entry_bound = 0;  // bytes of entries the segments so far may add to a state (see below)
     const int segments = 1 + static_cast<int>(rng.below(5));
     for (int seg = 0; seg < segments; ++seg) {
       const std::uint64_t w = 1 + rng.below(6), workers = 1 + rng.below(3);
@@ -228,6 +229,14 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
       INFO("trial " << trial << " segment " << seg << " how " << how << " state " << state.to_text());
       CHECK(state.epoch == epoch);
       CHECK(consumed_positions(state) == read_pos);
+      // O(consumers) at any stop: a segment's deal adds at most 1 + 6K ranges (the common
+      // rounds; per consumer a front, a partial block, three pieces of the partial round
+      // and a tail slot), K strided entries and one range per entry whose first element
+      // lies in the segment's lead; storing only merges, or writes entries out as ranges
+      // of no more bytes. So the entries take at most 16 (1 + 9K) bytes per segment (16 per
+      // range, 32 per strided entry); the blocks consumers are ahead of each other add nothing.
+      entry_bound += 16 * (1 + 9 * k);
+      CHECK(16 * state.ahead.size() + 32 * state.strided.size() <= entry_bound);
       saved = state.to_text();
       last_dropped = tail == Tail::drop ? (n - s0.start()) % k : 0;
     }

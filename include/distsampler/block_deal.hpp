@@ -40,9 +40,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// rounds also does in the partial one. G = 1 is the plain contiguous share.
 ///
 /// The constructor throws config_error for consumers or block_size 0, groups 0 or not
-/// dividing consumers, or lead > remaining; members taking a consumer k or slot i do not check them (k < consumers(),
-/// i < size(k)). Everything is O(1) except consumed(), O(K + ranges). Immutable: const
-/// members may run concurrently.
+/// dividing consumers, or lead > remaining; members taking a consumer k or slot i do not
+/// check them (k < consumers(), i < size(k)). Everything is O(1) except consumed() and
+/// consumed_compact() (see there). Immutable: const members may run concurrently.
 class BlockDeal {
  public:
   constexpr BlockDeal() noexcept = default;
@@ -139,21 +139,44 @@ class BlockDeal {
   }
 
   /// The segment positions consumed once consumer k has read its first done[k] slots
-  /// (done.size() == K, done[k] <= size(k); unchecked), as sorted, merged ranges. Blocks
-  /// every consumer finished form one range; each consumer adds at most a front, one
-  /// block per block of lead over the slowest, a partial block, its share of the partial
-  /// round and its tail slot. O(K + ranges).
+  /// (done.size() == K, done[k] <= size(k); unchecked), as sorted, merged ranges: the
+  /// elements of consumed_compact() spelled out. O(K + ranges), ranges growing with the
+  /// blocks consumers are ahead of the slowest.
   [[nodiscard]] std::vector<PositionRange> consumed(const std::vector<std::uint64_t>& done) const {
+    PositionSet set = consumed_compact(done);
+    detail::append_elements(set.strided, set.ranges);
+    detail::merge_ranges(set.ranges);
+    return set.ranges;
+  }
+
+  /// The same positions in O(K) entries at any stop: blocks every consumer finished form
+  /// one range; each consumer adds at most a front, a partial block, up to three pieces of
+  /// its share of the partial round and its tail slot as ranges, and its whole blocks past
+  /// the slowest consumer's as one strided entry (blocks j * K + k, stride K * b), joined
+  /// with the neighbouring consumer's when both have as many (so at most 1 + 6K ranges
+  /// before merging, and at most K strided entries, of one stride, at disjoint offsets
+  /// of their first round). O(K log K).
+  [[nodiscard]] PositionSet consumed_compact(const std::vector<std::uint64_t>& done) const {
     std::uint64_t common = UINT64_MAX;
     for (const std::uint64_t d : done) common = std::min(common, std::min(d - std::min(d, front_), rounds_ * b_) / b_);
-    std::vector<PositionRange> seg;
+    PositionSet set;
+    std::vector<PositionRange>& seg = set.ranges;
     if (common != 0) seg.push_back(PositionRange{base_, base_ + common * kk_ * b_});
     for (std::uint64_t k = 0; k < kk_; ++k) {
       const std::uint64_t all_done = done[static_cast<std::size_t>(k)];
       seg.push_back(PositionRange{k * front_, k * front_ + std::min(all_done, front_)});
       const std::uint64_t d = all_done - std::min(all_done, front_), f = std::min(d, rounds_ * b_);
-      for (std::uint64_t j = common; j < f / b_; ++j) {
-        seg.push_back(PositionRange{base_ + (j * kk_ + k) * b_, base_ + (j * kk_ + k + 1) * b_});
+      if (f / b_ > common) {
+        const std::uint64_t first = base_ + (common * kk_ + k) * b_, n = f / b_ - common;
+        if (n == 1 || kk_ == 1) {
+          // One block, or one consumer's blocks back to back: a plain range.
+          seg.push_back(PositionRange{first, first + (kk_ == 1 ? n * b_ : b_)});
+        } else if (!set.strided.empty() && set.strided.back().count == n &&
+                   set.strided.back().begin + set.strided.back().length == first) {
+          set.strided.back().length += b_;
+        } else {
+          set.strided.push_back(StridedRange{first, b_, kk_ * b_, n});
+        }
       }
       if (f % b_ != 0) {
         const std::uint64_t first = base_ + ((f / b_) * kk_ + k) * b_;
@@ -170,7 +193,7 @@ class BlockDeal {
       if (d > even_ && k < extra_) seg.push_back(PositionRange{base_ + even_ * kk_ + k, base_ + even_ * kk_ + k + 1});
     }
     detail::merge_ranges(seg);
-    return seg;
+    return set;
   }
 
  private:

@@ -37,48 +37,21 @@ class RemainingSegment {
   /// The complement of `consumed` (G ranges, any order, overlaps allowed) in [0, total),
   /// with the lead measured in blocks of `block_size`. Throws config_error for block_size
   /// 0, or when a range is reversed or ends past `total`.
-  RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size) : total_(total) {
-    if (block_size == 0) detail::throw_config_error("RemainingSegment: block_size is 0 (expected at least 1)");
-    for (const PositionRange& r : consumed) {
-      if (r.begin > r.end || r.end > total) {
-        detail::throw_config_error("RemainingSegment: consumed range [" + std::to_string(r.begin) + ", " +
-                                   std::to_string(r.end) + ") is not within the epoch's " + std::to_string(total) +
-                                   " positions (expected begin <= end <= " + std::to_string(total) + ")");
-      }
-    }
-    detail::merge_ranges(consumed);
-    std::uint64_t g = 0, v = 0;
-    auto add = [&](std::uint64_t end) {
-      if (end > g) {
-        spans_.push_back(Span{v, g, end - g});
-        v += end - g;
-      }
-    };
-    for (const PositionRange& r : consumed) {
-      add(r.begin);
-      g = r.end;
-    }
-    add(total);
-    size_ = v;
-    if (!consumed.empty()) {
-      const std::uint64_t b = block_size, last = consumed.back().end;
-      const std::uint64_t blocks = last / b + (last % b != 0 ? 1 : 0);
-      const std::uint64_t aligned = blocks > total / b ? total : std::min(total, blocks * b);
-      std::uint64_t before = 0;  // consumed positions, all below `last` <= aligned
-      for (const PositionRange& r : consumed) before += r.end - r.begin;
-      lead_ = aligned - before;
-    }
-  }
+  RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size)
+      : RemainingSegment(total, std::move(consumed), {}, block_size) {}
 
   /// What a (validated) SamplerState leaves of its epoch: the complement of its prefix
-  /// [0, consumed) and its ahead ranges in [0, dataset_size). Throws config_error as the
-  /// constructor does.
+  /// [0, consumed), its ahead ranges and its strided elements in [0, dataset_size). The
+  /// segment keeps the state's ranges and entries (O(ranges + entries)) to compose the
+  /// next state compactly, and its spans: one per hole, so a resume from strided entries
+  /// takes O(elements) time and 24 bytes per element (one per block a consumer was ahead).
+  /// Throws config_error as the constructor does.
   [[nodiscard]] static RemainingSegment after(const SamplerState& state, std::uint64_t block_size) {
     std::vector<PositionRange> consumed;
     consumed.reserve(state.ahead.size() + 1);
     if (state.consumed != 0) consumed.push_back(PositionRange{0, state.consumed});
     consumed.insert(consumed.end(), state.ahead.begin(), state.ahead.end());
-    return RemainingSegment(state.dataset_size, std::move(consumed), block_size);
+    return RemainingSegment(state.dataset_size, std::move(consumed), state.strided, block_size);
   }
 
   /// N, the epoch's positions.
@@ -137,7 +110,78 @@ class RemainingSegment {
     return all;
   }
 
+  /// The same in the form a state stores (detail::normalize_positions), O(entries) at any
+  /// stop: what was consumed before the segment as the state held it, plus each segment
+  /// range [x, y) as the G range from epoch_position(x) to epoch_position(y - 1) (the
+  /// positions between them not in the segment were consumed before), and each strided
+  /// entry moved to G: its elements in the contiguous G part of the segment (past the
+  /// lead) keep their stride, those before it become ranges (at most one per entry when
+  /// the entry comes from a BlockDeal of this segment). O((ranges + entries) log).
+  [[nodiscard]] PositionSet epoch_consumed_compact(const PositionSet& segment_consumed) const {
+    PositionSet all = before_;
+    auto hull = [&](std::uint64_t x, std::uint64_t y) {
+      all.ranges.push_back(PositionRange{epoch_position(x), epoch_position(y - 1) + 1});
+    };
+    for (const PositionRange& r : segment_consumed.ranges) {
+      if (r.begin < r.end) hull(r.begin, r.end);
+    }
+    for (const StridedRange& s : segment_consumed.strided) {
+      std::uint64_t i = 0;
+      // Elements until the rest lies in one span (past the lead, for a deal of this
+      // segment: at most one element) are placed one by one.
+      const Span* const last = &span_of(s.end() - 1);
+      for (; i < s.count && &span_of(s.element(i).begin) != last; ++i) hull(s.element(i).begin, s.element(i).end);
+      if (i < s.count)
+        all.strided.push_back(StridedRange{epoch_position(s.begin + i * s.stride), s.length, s.stride, s.count - i});
+    }
+    detail::normalize_positions(all);
+    return all;
+  }
+
  private:
+  // The complement of `ranges` and the elements of `strided` (canonical, as a state holds them).
+  RemainingSegment(std::uint64_t total, std::vector<PositionRange> ranges, std::vector<StridedRange> strided,
+                   std::uint64_t block_size)
+      : total_(total) {
+    if (block_size == 0) detail::throw_config_error("RemainingSegment: block_size is 0 (expected at least 1)");
+    for (const PositionRange& r : ranges) {
+      if (r.begin > r.end || r.end > total) {
+        detail::throw_config_error("RemainingSegment: consumed range [" + std::to_string(r.begin) + ", " +
+                                   std::to_string(r.end) + ") is not within the epoch's " + std::to_string(total) +
+                                   " positions (expected begin <= end <= " + std::to_string(total) + ")");
+      }
+    }
+    detail::merge_ranges(ranges);
+    std::vector<PositionRange> consumed = ranges;
+    if (!strided.empty()) {
+      detail::append_elements(strided, consumed);
+      detail::merge_ranges(consumed);
+    }
+    before_.ranges = std::move(ranges);
+    before_.strided = std::move(strided);
+    std::uint64_t g = 0, v = 0;
+    auto add = [&](std::uint64_t end) {
+      if (end > g) {
+        spans_.push_back(Span{v, g, end - g});
+        v += end - g;
+      }
+    };
+    for (const PositionRange& r : consumed) {
+      add(r.begin);
+      g = r.end;
+    }
+    add(total);
+    size_ = v;
+    if (!consumed.empty()) {
+      const std::uint64_t b = block_size, last = consumed.back().end;
+      const std::uint64_t blocks = last / b + (last % b != 0 ? 1 : 0);
+      const std::uint64_t aligned = blocks > total / b ? total : std::min(total, blocks * b);
+      std::uint64_t before = 0;  // consumed positions, all below `last` <= aligned
+      for (const PositionRange& r : consumed) before += r.end - r.begin;
+      lead_ = aligned - before;
+    }
+  }
+
   // G positions [g, g + length) are segment positions [v, v + length).
   struct Span {
     std::uint64_t v = 0;
@@ -153,6 +197,7 @@ class RemainingSegment {
   }
 
   std::vector<Span> spans_;
+  PositionSet before_;  // what the state left consumed, as it stored it
   std::uint64_t total_ = 0;
   std::uint64_t size_ = 0;
   std::uint64_t lead_ = 0;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/position_ranges.hpp"
 #include "error.hpp"
 #include "shard_walk.hpp"
 #include "state.hpp"
@@ -144,22 +145,48 @@ inline void check_consumer_progress(const ShardWalk& walk, const ConsumerProgres
 }
 
 /// The state once consumer c of `walk` has read its first done[c] slots (validated: one
-/// entry per consumer, each within its stream): the deal's consumed segment positions,
-/// mapped to G and joined with what was consumed before the segment, stored as a prefix
-/// plus ranges ahead. O(consumers + ranges log ranges).
+/// entry per consumer, each within its stream): the deal's consumed segment positions
+/// (BlockDeal::consumed_compact), mapped to G and joined with what was consumed before
+/// the segment (RemainingSegment::epoch_consumed_compact), stored as a prefix, ranges
+/// ahead and strided entries, or, when that takes no more bytes, with the entries written
+/// out as ranges (consumers only a few blocks apart). O(consumers log consumers + entries
+/// of the resumed state).
 [[nodiscard]] inline SamplerState shard_state(const ShardWalk& walk, const std::vector<std::uint64_t>& done) {
-  const std::vector<PositionRange> all = walk.segment().epoch_consumed(walk.consumed(done));
+  std::vector<std::uint64_t> by_slot(done.size());
+  for (std::size_t k = 0; k < done.size(); ++k) by_slot[static_cast<std::size_t>(walk.slot(k))] = done[k];
+  PositionSet all = walk.segment().epoch_consumed_compact(walk.deal().consumed_compact(by_slot));
   SamplerState s;
   s.dataset_size = walk.order().size();
   s.seed = walk.order().options().seed;
   s.epoch = walk.epoch();
   s.set_key(ShardStateKey(walk.order()).get());
   std::size_t first = 0;
-  if (!all.empty() && all.front().begin == 0) {
-    s.consumed = all.front().end;
+  if (!all.ranges.empty() && all.ranges.front().begin == 0) {
+    s.consumed = all.ranges.front().end;
     first = 1;
   }
-  s.ahead.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  s.ahead.assign(all.ranges.begin() + static_cast<std::ptrdiff_t>(first), all.ranges.end());
+  s.strided = std::move(all.strided);
+  // Consumers only a few blocks apart: when the entries' elements, written as merged
+  // ranges (version 3), take no more bytes than the entries (16 per range, 32 per entry
+  // and 8 for the version-4 count), write them so. Tried only for at most 16 elements per
+  // entry on average, so this stays O(entries).
+  std::uint64_t elements = 0;
+  for (const StridedRange& e : s.strided) elements += std::min<std::uint64_t>(e.count, 17 * s.strided.size());
+  if (!s.strided.empty() && elements <= 16 * s.strided.size()) {
+    std::vector<PositionRange> plain;
+    if (s.consumed != 0) plain.push_back(PositionRange{0, s.consumed});
+    plain.insert(plain.end(), s.ahead.begin(), s.ahead.end());
+    append_elements(s.strided, plain);
+    merge_ranges(plain);
+    const bool prefix = !plain.empty() && plain.front().begin == 0;
+    const std::size_t ranges = plain.size() - (prefix ? 1 : 0);
+    if (16 * ranges <= 16 * s.ahead.size() + 32 * s.strided.size() + 8) {
+      s.consumed = prefix ? plain.front().end : 0;
+      s.ahead.assign(plain.begin() + (prefix ? 1 : 0), plain.end());
+      s.strided.clear();
+    }
+  }
   return s;
 }
 

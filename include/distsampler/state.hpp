@@ -3,6 +3,7 @@
 #ifndef DISTSAMPLER_STATE_HPP
 #define DISTSAMPLER_STATE_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -80,9 +81,51 @@ struct PositionRange {
   friend constexpr bool operator!=(const PositionRange& a, const PositionRange& b) noexcept { return !(a == b); }
 };
 
+/// Positions consumed in an arithmetic progression of equal ranges (the whole blocks one
+/// consumer of a block deal read beyond what every consumer read): elements
+/// [begin + i * stride, begin + i * stride + length) for i < count. Canonical in a state:
+/// length >= 1, count >= 2 (one element is a PositionRange), stride > length (touching
+/// elements are one PositionRange). Plain data; members O(1), no overflow checks (call
+/// end() on entries a state validated).
+struct StridedRange {
+  std::uint64_t begin = 0;
+  std::uint64_t length = 0;
+  std::uint64_t stride = 0;
+  std::uint64_t count = 0;
+
+  /// Element i (< count).
+  [[nodiscard]] constexpr PositionRange element(std::uint64_t i) const noexcept {
+    return PositionRange{begin + i * stride, begin + i * stride + length};
+  }
+  /// End of the last element: begin + (count - 1) * stride + length (count >= 1).
+  [[nodiscard]] constexpr std::uint64_t end() const noexcept { return begin + (count - 1) * stride + length; }
+  /// Positions in all elements: length * count.
+  [[nodiscard]] constexpr std::uint64_t size() const noexcept { return length * count; }
+  /// Positions of the elements below x (elements are disjoint when stride >= length).
+  [[nodiscard]] constexpr std::uint64_t size_below(std::uint64_t x) const noexcept {
+    if (x <= begin || count == 0) return 0;
+    const std::uint64_t t = x - begin, whole = t / stride;
+    if (whole >= count) return size();
+    return whole * length + (t % stride < length ? t % stride : length);
+  }
+  friend constexpr bool operator==(const StridedRange& a, const StridedRange& b) noexcept {
+    return a.begin == b.begin && a.length == b.length && a.stride == b.stride && a.count == b.count;
+  }
+  friend constexpr bool operator!=(const StridedRange& a, const StridedRange& b) noexcept { return !(a == b); }
+};
+
+/// A set of positions as sorted, merged `ranges` plus `strided` progressions, which may
+/// overlap the ranges but not each other: what a block deal's consumers read, in segment
+/// or in epoch positions, before it is stored in a SamplerState.
+struct PositionSet {
+  std::vector<PositionRange> ranges;
+  std::vector<StridedRange> strided;
+};
+
 /// A run's position: in which epoch, and which positions of that epoch's global order
 /// (shared by all ranks, independent of world size and worker count) have been consumed:
-/// the prefix [0, consumed) and, beyond it, the ranges in `ahead`; and the key of the
+/// the prefix [0, consumed) and, beyond it, the ranges in `ahead` and the elements of the
+/// progressions in `strided`; and the key of the
 /// sampler that saved it (set_key). Together with a sampler built with the same dataset and
 /// options, it says exactly which samples remain.
 ///
@@ -92,8 +135,18 @@ struct PositionRange {
 /// non-empty, separated from the prefix and from each other by at least one position,
 /// ending at most at dataset_size.
 ///
-/// Version 3 (written for every state that carries its key) records every field and a
-/// checksum over all of them, so any single-bit change or hand edit of either form is refused:
+/// `strided` holds what a consumer read beyond the slowest in whole blocks (one entry per
+/// consumer, or per run of neighbouring consumers at the same count, instead of one range
+/// per block), so a state stays O(consumers) at any stop. Canonical: each entry as
+/// StridedRange says, its last element ending at most at dataset_size, beginning after
+/// `consumed` with a gap, sorted by begin; entries whose spans (begin to end()) overlap
+/// share one stride and never a position (their elements interleave). An element may lie
+/// inside an ahead range (a resumed segment's fronts cover earlier segments' holes as one
+/// range); positions are counted once.
+///
+/// Version 3 (written for every state that carries its key and no strided entries) records
+/// every field and a checksum over all of them, so any single-bit change or hand edit of
+/// either form is refused:
 ///  - text, one line, keys in this order, single spaces, canonical decimals, lowercase hex:
 ///    `distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop
 ///    engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 ahead=700-764,900-964
@@ -107,6 +160,16 @@ struct PositionRange {
 ///    every byte before it (FNV-1a 64, finalised by splitmix64's mixer). 80 bytes plus the
 ///    names plus 16 per range. Names are 1 to 1024 bytes.
 ///
+/// Version 4 is version 3 with strided entries, written only when there are some (a state
+/// without them is written as version 3, byte for byte as before):
+///  - text: ` strided=700-764/4096x3,900-964/4096x2` after ` ahead=...` (or after
+///    `consumed=` without ahead ranges): the first element begin-end, the stride, the count.
+///  - bytes: the version-3 layout with u32 version 4 and a u64 strided count after the ahead
+///    count (so names start at 80), then after the ranges count quadruples of u64 begin,
+///    length, stride, count; then the checksum. 88 bytes plus the names plus 16 per range
+///    plus 32 per strided entry.
+/// Only a state with its key can hold strided entries (the writers throw state_error otherwise).
+///
 /// Versions 1 and 2, written by earlier releases, record only a fingerprint of the key
 /// (StateKey::legacy_fingerprint) and are still read, validated and, when read as such (no
 /// key set), written back in their own version:
@@ -119,10 +182,10 @@ struct PositionRange {
 ///
 /// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
 /// malformed or corrupted input, an unknown version, consumed > dataset_size, or
-/// non-canonical ahead ranges. Deterministic and platform independent.
+/// non-canonical ahead ranges or strided entries. Deterministic and platform independent.
 struct SamplerState {
   /// The newest format version this library reads and writes.
-  static constexpr std::uint32_t current_version = 3;
+  static constexpr std::uint32_t current_version = 4;
   /// Length of the version-1 byte form.
   static constexpr std::size_t byte_size = detail::legacy_state_bytes;
   /// Longest sampler or engine name a version-3 state records.
@@ -134,9 +197,10 @@ struct SamplerState {
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
-  std::uint64_t consumed = 0;        ///< positions [0, consumed) of the epoch's global order are done
-  std::uint64_t fingerprint = 0;     ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
-  std::vector<PositionRange> ahead;  ///< consumed ranges beyond the prefix (canonical; see above)
+  std::uint64_t consumed = 0;         ///< positions [0, consumed) of the epoch's global order are done
+  std::uint64_t fingerprint = 0;      ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
+  std::vector<PositionRange> ahead;   ///< consumed ranges beyond the prefix (canonical; see above)
+  std::vector<StridedRange> strided;  ///< consumed progressions beyond the prefix (canonical; see above)
   // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
   std::string sampler;
   bool shuffle = true;
@@ -151,22 +215,25 @@ struct SamplerState {
   /// True when the state carries its key: set_key() was called, or it was read as version 3.
   [[nodiscard]] bool has_key() const noexcept { return !sampler.empty(); }
 
-  /// Positions consumed in all: consumed plus the sizes of the ahead ranges. O(ranges).
-  [[nodiscard]] std::uint64_t consumed_total() const noexcept {
-    std::uint64_t total = consumed;
-    for (const PositionRange& r : ahead) total += r.size();
-    return total;
+  /// Positions consumed in all (each once): consumed, the ahead ranges and the strided
+  /// elements not inside an ahead range. For a canonical state; O(ranges + strided entries
+  /// * log ranges + pairs of an entry and a range its span meets).
+  [[nodiscard]] std::uint64_t consumed_total() const noexcept;
+
+  /// The version the writers produce: 4 with strided entries, else 3 with a key, else 1
+  /// without ahead ranges, else 2.
+  [[nodiscard]] std::uint32_t written_version() const noexcept {
+    return !strided.empty() ? 4u : has_key() ? 3u : ahead.empty() ? 1u : 2u;
   }
 
-  /// The version the writers produce: 3 with a key, else 1 without ahead ranges, else 2.
-  [[nodiscard]] std::uint32_t written_version() const noexcept { return has_key() ? 3u : ahead.empty() ? 1u : 2u; }
-
-  /// The one-line text form (no trailing newline). O(ranges + names).
+  /// The one-line text form (no trailing newline). O(ranges + strided entries + names).
+  /// Throws state_error for strided entries without a key.
   [[nodiscard]] std::string to_text() const;
   /// Parses the text form. Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_text(std::string_view text);
 
-  /// The byte form (see above). O(ranges + names).
+  /// The byte form (see above). O(ranges + strided entries + names). Throws state_error
+  /// for strided entries without a key.
   [[nodiscard]] std::vector<std::uint8_t> to_bytes() const;
   /// Parses the byte form from `size` bytes at `data` (nullptr is fine when size is 0).
   /// Throws state_error naming the first problem found.
@@ -181,14 +248,17 @@ struct SamplerState {
   /// expected.layout_name). A version 1 or 2 state: dataset_size and seed, then the legacy
   /// fingerprint (naming shuffle or tail when changing that one field explains it), and the
   /// engine version must be 1 (what wrote those states). Then consumed <= dataset_size,
-  /// canonical ahead ranges, and none unless expected.accepts_ahead. O(ranges + names).
+  /// canonical ahead ranges and strided entries, and none unless expected.accepts_ahead.
+  /// O(ranges + strided entries * log strided entries + names).
   void validate(const StateKey& expected, std::string_view who = "SamplerState") const;
 
-  /// Equal when they describe the same positions of the same run: every field but `version`.
+  /// Equal when every field but `version` is equal. The library writes one form for given
+  /// progress, so states saved from the same progress compare equal.
   friend bool operator==(const SamplerState& a, const SamplerState& b) noexcept {
     return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch && a.consumed == b.consumed &&
-           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.sampler == b.sampler && a.shuffle == b.shuffle &&
-           a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version && a.layout == b.layout;
+           a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.strided == b.strided && a.sampler == b.sampler &&
+           a.shuffle == b.shuffle && a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version &&
+           a.layout == b.layout;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
 
@@ -210,36 +280,7 @@ struct SamplerState {
 
 namespace detail {
 
-inline void check_consumed(const SamplerState& s, const char* who) {
-  if (s.consumed > s.dataset_size) {
-    throw_state_error(std::string(who) + ": consumed " + std::to_string(s.consumed) + " exceeds dataset_size " +
-                      std::to_string(s.dataset_size) + " (expected consumed <= dataset_size)");
-  }
-  // Canonical ahead ranges: each non-empty, past the prefix and the range before it with
-  // a gap, within the dataset. O(ranges).
-  std::uint64_t floor = s.consumed;  // the next range must begin after this
-  for (std::size_t i = 0; i < s.ahead.size(); ++i) {
-    const PositionRange& r = s.ahead[i];
-    const std::string where = std::string(who) + ": ahead range " + std::to_string(i) + " [" + std::to_string(r.begin) +
-                              ", " + std::to_string(r.end) + ")";
-    if (r.begin >= r.end) throw_state_error(where + " is empty or reversed (expected begin < end)");
-    if (r.end > s.dataset_size) {
-      throw_state_error(where + " ends past dataset_size " + std::to_string(s.dataset_size) +
-                        " (expected end <= dataset_size)");
-    }
-    if (r.begin <= floor) {
-      throw_state_error(where + " does not begin after " + (i == 0 ? "consumed " : "the previous range's end ") +
-                        std::to_string(floor) + " (expected sorted ranges separated by a gap)");
-    }
-    floor = r.end;
-  }
-}
-
 [[nodiscard]] inline std::string bool_name(bool b) { return b ? "true" : "false"; }
-
-}  // namespace detail
-
-namespace detail {
 
 // The hash of the fields every state version fingerprints, under `tag`, with `engine`.
 [[nodiscard]] inline std::uint64_t hash_key_fields(const StateKey& key, std::string_view tag,
@@ -292,89 +333,9 @@ inline void SamplerState::set_key(const StateKey& key) {
   fingerprint = key.fingerprint();
 }
 
-inline void SamplerState::validate(const StateKey& expected, std::string_view who) const {
-  const std::string prefix(who);
-  if (version < 1 || version > 3) {
-    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1, 2 or 3)");
-  }
-  if (!has_key()) {
-    validate_legacy(expected, prefix);
-  } else {
-    std::string diffs;
-    auto differs = [&](const std::string& what, const std::string& saved, const std::string& mine) {
-      diffs += (diffs.empty() ? "" : "; ") + what + " (state " + saved + ", sampler " + mine + ")";
-    };
-    if (sampler != expected.sampler) differs("sampler family differs", sampler, std::string(expected.sampler));
-    if (dataset_size != expected.dataset_size) {
-      differs("dataset_size differs", std::to_string(dataset_size), std::to_string(expected.dataset_size));
-    }
-    if (seed != expected.seed) differs("seed differs", std::to_string(seed), std::to_string(expected.seed));
-    if (shuffle != expected.shuffle) {
-      differs("shuffle differs", detail::bool_name(shuffle), detail::bool_name(expected.shuffle));
-    }
-    if (tail != expected.tail) {
-      differs("tail differs", std::string(to_string(tail)), std::string(to_string(expected.tail)));
-    }
-    if (layout != expected.layout) {
-      differs(
-          expected.layout_name.empty() ? std::string("layout differs") : std::string(expected.layout_name) + " differ",
-          "layout " + detail::hex64(layout), "layout " + detail::hex64(expected.layout));
-    }
-    if (engine != expected.order_engine() || engine_version != expected.order_engine_version()) {
-      differs("engine differs", engine + "/" + std::to_string(engine_version),
-              std::string(expected.order_engine()) + "/" + std::to_string(expected.order_engine_version()));
-    }
-    if (!diffs.empty()) detail::throw_state_error(prefix + ": " + diffs);
-  }
-  detail::check_consumed(*this, prefix.c_str());
-  if (!ahead.empty() && !expected.accepts_ahead) {
-    detail::throw_state_error(prefix + ": the state has " + std::to_string(ahead.size()) +
-                              " ahead ranges (expected none: this sampler resumes only a consumed prefix)");
-  }
-}
-
-inline void SamplerState::validate_legacy(const StateKey& expected, const std::string& prefix) const {
-  const std::uint64_t want = expected.legacy_fingerprint();
-  const std::string prints = "state fingerprint " + detail::hex64(fingerprint) + ", expected " + detail::hex64(want);
-  auto fail = [&](const std::string& what) {
-    detail::throw_state_error(prefix + ": " + what + " (version " + std::to_string(version) + " state; " + prints +
-                              ")");
-  };
-  if (dataset_size != expected.dataset_size) {
-    fail("dataset_size differs (state " + std::to_string(dataset_size) + ", sampler " +
-         std::to_string(expected.dataset_size) + ")");
-  }
-  if (seed != expected.seed) {
-    fail("seed differs (state " + std::to_string(seed) + ", sampler " + std::to_string(expected.seed) + ")");
-  }
-  if (fingerprint != want) {
-    // The fingerprint hides the fields; name shuffle or tail when flipping that one explains it.
-    StateKey alt = expected;
-    alt.shuffle = !expected.shuffle;
-    if (alt.legacy_fingerprint() == fingerprint) {
-      fail("shuffle differs (state " + detail::bool_name(alt.shuffle) + ", sampler " +
-           detail::bool_name(expected.shuffle) + ")");
-    }
-    for (const Tail t : {Tail::pad, Tail::drop, Tail::uneven}) {
-      alt = expected;
-      alt.tail = t;
-      if (t != expected.tail && alt.legacy_fingerprint() == fingerprint) {
-        fail("tail differs (state " + std::string(to_string(t)) + ", sampler " + std::string(to_string(expected.tail)) +
-             ")");
-      }
-    }
-    fail("fingerprint differs: saved by another sampler family, engine or options than " + expected.describe() +
-         ", or corrupted");
-  }
-  if (expected.order_engine_version() != 1 && !(expected.shuffle && expected.legacy_order)) {
-    fail("engine differs (state " + std::string(expected.order_engine()) + "/1, sampler " +
-         std::string(expected.order_engine()) + "/" + std::to_string(expected.order_engine_version()) +
-         "; version 1 and 2 states were written by version 1 of their engine, whose order this one does not keep)");
-  }
-}
-
 DISTSAMPLER_NAMESPACE_END
 
-#include "detail/state_io.hpp"  // the text and byte forms
+#include "detail/state_check.hpp"  // canonical form checks and validation
+#include "detail/state_io.hpp"     // the text and byte forms
 
 #endif  // DISTSAMPLER_STATE_HPP

@@ -38,11 +38,11 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// holes (none in a fresh epoch), then blocks k, k + K, k + 2K ... of the rest, then an
 /// equal contiguous share of the last partial round, then the tail slot (pad: a flagged
 /// duplicate of one of the segment's last samples). A state saved after any per-consumer
-/// progress (state(...)) records exactly the consumed positions of G (a prefix plus a
-/// few ranges ahead of it), so it resumes exactly once on any world size and worker
-/// count, and a resumed segment can be saved and resumed again. Resumed with the same
-/// world size and worker count after an equal stop inside the full rounds, every stream
-/// continues sample for sample where it stopped.
+/// progress (state(...)) records exactly the consumed positions of G (a prefix plus, per
+/// consumer, a few ranges and one strided entry ahead of it), so it resumes exactly once
+/// on any world size and worker count, and a resumed segment can be saved and resumed
+/// again. Resumed with the same world size and worker count after an equal stop inside
+/// the full rounds, every stream continues sample for sample where it stopped.
 ///
 /// Node-aware reading: when World's local_world_size (> 1) divides world_size, runs are
 /// of 1 and max_open_shards divides canonical_streams, the N = world_size /
@@ -106,7 +106,8 @@ class StreamingShardSampler {
   /// same shard sizes and options but num_workers, on any world size and worker count):
   /// the positions of that epoch's global order the state does not mark consumed are split
   /// over this sampler's consumers. Throws state_error when the state belongs to other
-  /// shards or options, or is malformed. O(shards + ahead ranges). Strong guarantee.
+  /// shards or options, or is malformed. O(shards + ahead ranges + strided elements: one
+  /// span per block a consumer was ahead). Strong guarantee.
   void resume(const SamplerState& state) {
     const detail::ShardStateKey key(walk_->order());
     state.validate(key.get(), "StreamingShardSampler::resume");
@@ -119,14 +120,15 @@ class StreamingShardSampler {
   /// The state after every consumer of this segment has read the first `samples_done`
   /// samples of its stream (a consumer with a shorter stream, under Tail::uneven, all of
   /// it). Any count works, not only block boundaries. Throws config_error when
-  /// samples_done exceeds the longest stream. O(consumers + ranges).
+  /// samples_done exceeds the longest stream. O(consumers log consumers + entries of the
+  /// resumed state).
   [[nodiscard]] SamplerState state(std::uint64_t samples_done) const {
     return detail::shard_state(*walk_, detail::equal_progress(*walk_, samples_done, "StreamingShardSampler::state"));
   }
   /// The state after worker w of every rank has read the first `progress.done()[w]`
   /// samples of its stream (the usual case, since ranks run in lockstep). Throws
   /// config_error for a wrong entry count or an entry past its stream's end.
-  /// O(consumers + ranges).
+  /// O(consumers log consumers + entries of the resumed state).
   [[nodiscard]] SamplerState state(const WorkerProgress& progress) const {
     return detail::shard_state(
         *walk_, detail::worker_progress(*walk_, world_.world_size, progress, "StreamingShardSampler::state"));
@@ -134,8 +136,9 @@ class StreamingShardSampler {
   /// The state after consumer c (= worker * world_size + rank) has read the first
   /// `progress.done()[c]` samples of its stream, for every consumer of the job: the
   /// general form, for ranks that did not run in lockstep. Throws config_error for a
-  /// wrong entry count or an entry past its stream's end. O(consumers + ranges), where a
-  /// consumer far ahead of the slowest adds one range per block_size() samples of lead.
+  /// wrong entry count or an entry past its stream's end. O(consumers log consumers +
+  /// entries of the resumed state) at any stop: a consumer far ahead of the slowest adds
+  /// one strided entry, not one range per block_size() samples of lead.
   [[nodiscard]] SamplerState state(const ConsumerProgress& progress) const {
     detail::check_consumer_progress(*walk_, progress, "StreamingShardSampler::state");
     return detail::shard_state(*walk_, progress.done());

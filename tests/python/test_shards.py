@@ -7,6 +7,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 import distsampler
+from distsampler import _core
 from distsampler.torch import ScheduledShard, ShardSample, ShardStream
 
 SIZES = [37, 5, 120, 64, 1, 80, 33]  # 340 samples in 7 shard files
@@ -81,6 +82,39 @@ def test_stop_on_two_ranks_with_two_workers_resume_on_three_ranks_with_one():
         rest += read(stream, num_workers=1)
     assert len(first) == 2 * 7 * 4
     assert sorted(i for i, _ in first + rest) == list(range(N))
+
+
+def test_a_state_of_workers_blocks_apart_is_compact_and_resumes_exactly_once():
+    # 40 shards of 500 = 20000 samples, 2 ranks x 4 workers (8 consumers), blocks of 64:
+    # after 7 batches of 1024 taken in turn, workers 0..2 of each rank (consumers 0..5) read
+    # 2048 samples, 32 blocks, and worker 3 read 1024, 16 blocks. Rounds 0..15 of 8 blocks
+    # are done ([0, 8192)); round 16's first 6 blocks continue the prefix (to 8576); rounds
+    # 17..31 hold 6 blocks each from 8704 + 512 j: one strided entry (version 4) where one
+    # range per round would be 15.
+    sizes = [500] * 40
+    n = sum(sizes)
+    first, states = [], []
+    for rank in range(2):
+        stream = ShardStream(sizes, 2, rank, seed=9)
+        for worker, count in enumerate([2048, 2048, 2048, 1024]):
+            samples = stream.worker_samples(worker, 4)
+            first += [next(samples) for _ in range(count)]
+        states.append(stream.state_dict(batches=7, batch_size=1024, num_workers=4))
+    assert states[0] == states[1]
+    text = states[0]["state"]
+    assert text.startswith("distsampler-state v4 ")
+    assert " consumed=8576 strided=8704-9088/512x15 checksum=" in text
+    # The state round-trips: a sampler resumed from it, with nothing read yet, saves the same text.
+    core = _core.shard_sampler(sizes, 0, 2, 4, True, 9, "pad")
+    core.resume(text)
+    assert core.state_per_worker([0, 0, 0, 0]) == text
+    rest = []
+    for rank in range(3):
+        stream = ShardStream(sizes, 3, rank, seed=9)
+        stream.load_state_dict(states[0])
+        rest += list(stream.worker_samples(0, 1))
+    real = sorted(s.index for s in first + rest if not s.is_padding)
+    assert real == list(range(n))
 
 
 def test_errors():

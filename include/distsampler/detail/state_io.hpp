@@ -26,6 +26,22 @@ namespace detail {
   return count > (SIZE_MAX - 80 - names) / 16 ? 0 : static_cast<std::size_t>(80 + names + 16 * count);
 }
 
+// Bytes of the version-4 form, or 0 when that overflows.
+[[nodiscard]] constexpr std::size_t state_v4_bytes_for(std::uint64_t names, std::uint64_t count,
+                                                       std::uint64_t strided) noexcept {
+  if (count > (SIZE_MAX - 88 - names) / 16) return 0;
+  const std::uint64_t before = 88 + names + 16 * count;
+  return strided > (SIZE_MAX - before) / 32 ? 0 : static_cast<std::size_t>(before + 32 * strided);
+}
+
+// Throws state_error, for `who`, when `s` holds strided entries but no key.
+inline void require_key_for_strided(const SamplerState& s, const char* who) {
+  if (!s.strided.empty() && !s.has_key()) {
+    throw_state_error(std::string(who) + ": the state has " + std::to_string(s.strided.size()) +
+                      " strided entries but no key (expected set_key first: only version 4 holds them)");
+  }
+}
+
 // The Tail whose byte-form code is `code`; false when there is none.
 [[nodiscard]] inline bool tail_from_code(std::uint64_t code, Tail& out) noexcept {
   for (const Tail t : {Tail::pad, Tail::drop, Tail::uneven}) {
@@ -40,6 +56,7 @@ namespace detail {
 }  // namespace detail
 
 inline std::string SamplerState::to_text() const {
+  detail::require_key_for_strided(*this, "SamplerState::to_text");
   const bool keyed = has_key();
   std::string out = "distsampler-state v" + std::to_string(written_version());
   if (keyed) {
@@ -59,6 +76,10 @@ inline std::string SamplerState::to_text() const {
       out += std::to_string(ahead[i].begin) + "-" + std::to_string(ahead[i].end);
     }
   }
+  if (!strided.empty()) {
+    out += " strided=";
+    for (std::size_t i = 0; i < strided.size(); ++i) out += (i != 0 ? "," : "") + detail::strided_text(strided[i]);
+  }
   if (!keyed) return out + " fingerprint=" + detail::hex64(fingerprint);
   const std::vector<std::uint8_t> bytes = to_bytes();
   return out + " checksum=" + detail::hex64(detail::get_u64_le(bytes.data() + bytes.size() - 8));
@@ -70,12 +91,13 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   in.literal("distsampler-state", "magic");
   in.literal(" v", "version prefix");
   const std::uint64_t version = in.decimal("version");
-  if (version < 1 || version > 3) {
+  if (version < 1 || version > 4) {
     detail::throw_state_error("SamplerState::from_text: unsupported version " + std::to_string(version) +
-                              " (expected 1, 2 or 3)");
+                              " (expected 1, 2, 3 or 4)");
   }
   s.version = static_cast<std::uint32_t>(version);
-  if (version == 3) {
+  const bool keyed = version >= 3;
+  if (keyed) {
     in.literal(" sampler=", "key");
     s.sampler = in.name("sampler", " ");
   }
@@ -83,7 +105,7 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   s.dataset_size = in.decimal("dataset_size");
   in.literal(" seed=", "key");
   s.seed = in.decimal("seed");
-  if (version == 3) {
+  if (keyed) {
     in.literal(" shuffle=", "key");
     if (in.optional("true")) {
       s.shuffle = true;
@@ -113,7 +135,7 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   s.epoch = in.decimal("epoch");
   in.literal(" consumed=", "key");
   s.consumed = in.decimal("consumed");
-  if (version == 2 || (version == 3 && in.optional(" ahead="))) {
+  if (version == 2 || (keyed && in.optional(" ahead="))) {
     if (version == 2) in.literal(" ahead=", "key");
     do {
       PositionRange r;
@@ -123,8 +145,27 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
       s.ahead.push_back(r);
     } while (in.optional(","));
   }
+  if (version == 4) {
+    in.literal(" strided=", "key");
+    do {
+      StridedRange r;
+      r.begin = in.decimal("strided begin", "-, ");
+      in.literal("-", "range separator");
+      const std::uint64_t end = in.decimal("strided end", "/, ");
+      if (end <= r.begin) {
+        in.fail("strided entry " + std::to_string(s.strided.size()) + " first element [" + std::to_string(r.begin) +
+                ", " + std::to_string(end) + ") is empty or reversed (expected begin < end)");
+      }
+      r.length = end - r.begin;
+      in.literal("/", "stride separator");
+      r.stride = in.decimal("strided stride", "x, ");
+      in.literal("x", "count separator");
+      r.count = in.decimal("strided count", ", ");
+      s.strided.push_back(r);
+    } while (in.optional(","));
+  }
   std::uint64_t checksum = 0;
-  if (version == 3) {
+  if (keyed) {
     if (s.sampler.size() > max_name_size || s.engine.size() > max_name_size) {
       in.fail("a name longer than " + std::to_string(max_name_size) + " bytes");
     }
@@ -135,7 +176,7 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
     s.fingerprint = in.hex16("fingerprint", false);
   }
   in.end();
-  if (version == 3) {
+  if (keyed) {
     const std::vector<std::uint8_t> bytes = s.to_bytes();
     const std::uint64_t computed = detail::get_u64_le(bytes.data() + bytes.size() - 8);
     if (checksum != computed) {
@@ -149,8 +190,11 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
 }
 
 inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
-  const bool keyed = has_key();
-  const std::size_t size = keyed           ? detail::state_v3_bytes_for(sampler.size() + engine.size(), ahead.size())
+  detail::require_key_for_strided(*this, "SamplerState::to_bytes");
+  const bool keyed = has_key(), v4 = !strided.empty();
+  const std::size_t names = sampler.size() + engine.size();
+  const std::size_t size = v4              ? detail::state_v4_bytes_for(names, ahead.size(), strided.size())
+                           : keyed         ? detail::state_v3_bytes_for(names, ahead.size())
                            : ahead.empty() ? byte_size
                                            : detail::state_bytes_for(ahead.size());
   std::vector<std::uint8_t> out(size, 0);
@@ -173,6 +217,10 @@ inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
     out[61] = static_cast<std::uint8_t>(tail);
     detail::put_u64_le(out.data() + 64, ahead.size());
     std::size_t at = 72;
+    if (v4) {
+      detail::put_u64_le(out.data() + 72, strided.size());
+      at = 80;
+    }
     for (const char c : sampler) out[at++] = static_cast<std::uint8_t>(c);
     for (const char c : engine) out[at++] = static_cast<std::uint8_t>(c);
     ranges_at = at;
@@ -183,6 +231,14 @@ inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
   for (std::size_t i = 0; i < ahead.size(); ++i) {
     detail::put_u64_le(out.data() + ranges_at + 16 * i, ahead[i].begin);
     detail::put_u64_le(out.data() + ranges_at + 8 + 16 * i, ahead[i].end);
+  }
+  const std::size_t strided_at = ranges_at + 16 * ahead.size();
+  for (std::size_t i = 0; i < strided.size(); ++i) {
+    std::uint8_t* at = out.data() + strided_at + 32 * i;
+    detail::put_u64_le(at, strided[i].begin);
+    detail::put_u64_le(at + 8, strided[i].length);
+    detail::put_u64_le(at + 16, strided[i].stride);
+    detail::put_u64_le(at + 24, strided[i].count);
   }
   detail::put_u64_le(out.data() + size - 8, detail::state_checksum(out.data(), size));
   return out;
@@ -200,18 +256,19 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   }
   if (size < 8) truncated(8);
   const std::uint32_t version = detail::get_u32_le(data + 4);
-  if (version < 1 || version > 3) {
-    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1, 2 or 3)");
+  if (version < 1 || version > 4) {
+    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1, 2, 3 or 4)");
   }
   std::size_t expected = byte_size;
-  std::uint64_t count = 0, sampler_size = 0, engine_size = 0;
+  std::uint64_t count = 0, sampler_size = 0, engine_size = 0, strided_count = 0;
   if (version == 2) {
     if (size < 56) truncated(56);
     count = detail::get_u64_le(data + 48);
     if (count == 0) detail::throw_state_error(who + "version 2 with 0 ahead ranges (expected at least 1)");
     expected = detail::state_bytes_for(count);
-  } else if (version == 3) {
-    if (size < 72) truncated(72);
+  } else if (version >= 3) {
+    const std::size_t header = version == 3 ? 72 : 80;
+    if (size < header) truncated(header);
     sampler_size = detail::get_u32_le(data + 52);
     engine_size = detail::get_u32_le(data + 56);
     for (const std::uint64_t name : {sampler_size, engine_size}) {
@@ -221,10 +278,21 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
       }
     }
     count = detail::get_u64_le(data + 64);
-    expected = detail::state_v3_bytes_for(sampler_size + engine_size, count);
+    if (version == 3) {
+      expected = detail::state_v3_bytes_for(sampler_size + engine_size, count);
+    } else {
+      strided_count = detail::get_u64_le(data + 72);
+      if (strided_count == 0) {
+        detail::throw_state_error(who +
+                                  "version 4 with 0 strided entries (expected at least 1; without them the "
+                                  "state is version 3)");
+      }
+      expected = detail::state_v4_bytes_for(sampler_size + engine_size, count, strided_count);
+    }
   }
   if (expected == 0) {
     detail::throw_state_error(who + "ahead range count " + std::to_string(count) +
+                              (strided_count != 0 ? " with strided entry count " + std::to_string(strided_count) : "") +
                               " is too large for any input (expected a count that fits in memory)");
   }
   if (size < expected) truncated(expected);
@@ -245,7 +313,7 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   s.epoch = detail::get_u64_le(data + 24);
   s.consumed = detail::get_u64_le(data + 32);
   std::size_t ranges_at = 56;
-  if (version == 3) {
+  if (version >= 3) {
     if (data[60] > 1) {
       detail::throw_state_error(who + "shuffle byte " + std::to_string(data[60]) + " (expected 0 or 1)");
     }
@@ -256,10 +324,11 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
     s.layout = detail::get_u64_le(data + 40);
     s.engine_version = detail::get_u32_le(data + 48);
     s.shuffle = data[60] == 1;
-    const auto* names = reinterpret_cast<const char*>(data + 72);
+    const std::size_t names_at = version == 3 ? 72 : 80;
+    const auto* names = reinterpret_cast<const char*>(data + names_at);
     s.sampler.assign(names, static_cast<std::size_t>(sampler_size));
     s.engine.assign(names + sampler_size, static_cast<std::size_t>(engine_size));
-    ranges_at = static_cast<std::size_t>(72 + sampler_size + engine_size);
+    ranges_at = static_cast<std::size_t>(names_at + sampler_size + engine_size);
     s.fingerprint = s.key_view().fingerprint();
   } else {
     s.fingerprint = detail::get_u64_le(data + 40);
@@ -268,6 +337,13 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   for (std::size_t i = 0; i < s.ahead.size(); ++i) {
     s.ahead[i].begin = detail::get_u64_le(data + ranges_at + 16 * i);
     s.ahead[i].end = detail::get_u64_le(data + ranges_at + 8 + 16 * i);
+  }
+  s.strided.resize(static_cast<std::size_t>(strided_count));
+  const std::size_t strided_at = ranges_at + 16 * s.ahead.size();
+  for (std::size_t i = 0; i < s.strided.size(); ++i) {
+    const std::uint8_t* at = data + strided_at + 32 * i;
+    s.strided[i] = StridedRange{detail::get_u64_le(at), detail::get_u64_le(at + 8), detail::get_u64_le(at + 16),
+                                detail::get_u64_le(at + 24)};
   }
   detail::check_consumed(s, "SamplerState::from_bytes");
   return s;
