@@ -10,12 +10,32 @@
 #include <utility>
 #include <vector>
 
+#include "detail/compact_holes.hpp"
 #include "detail/position_ranges.hpp"
 #include "error.hpp"
 #include "state.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
+
+namespace detail {
+
+/// How a RemainingSegment stores its holes: one span each when the consumed ranges and
+/// strided elements number at most max_pieces, else compactly (detail::CompactHoles).
+/// automatic(): max(4096, 16 * (ranges + strided entries)); the others force a form (tests).
+struct HoleLimit {
+  std::uint64_t max_pieces = 0;
+  bool automatic_limit = true;
+
+  [[nodiscard]] static constexpr HoleLimit automatic() noexcept { return HoleLimit{}; }
+  [[nodiscard]] static constexpr HoleLimit at_most(std::uint64_t pieces) noexcept { return HoleLimit{pieces, false}; }
+  /// Always spans.
+  [[nodiscard]] static constexpr HoleLimit spans() noexcept { return at_most(UINT64_MAX); }
+  /// Compact whenever anything was consumed.
+  [[nodiscard]] static constexpr HoleLimit compact() noexcept { return at_most(0); }
+};
+
+}  // namespace detail
 
 /// A segment of an epoch of N positions: V, the positions of the epoch's order G not yet
 /// consumed, in G order (all of G for a fresh epoch, the complement of a saved state's
@@ -24,8 +44,23 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// first block boundary of G past every consumed position (the holes a stop inside
 /// blocks leaves; 0 for a fresh epoch), which BlockDeal hands out first.
 ///
-/// Complexity: construction O(ranges log ranges); epoch_position O(log ranges) (O(1)
-/// without holes). Immutable after construction: const members may run concurrently.
+/// All holes lie before G position lead() + start() (the block boundary past the last
+/// consumed position): from segment position lead() on, the segment is contiguous in G.
+/// The holes are stored in one of two forms, with identical results:
+///  - spans, one per run of consecutive free positions, when the consumed ranges and
+///    strided elements number at most max(4096, 16 * (ranges + strided entries));
+///  - compactly, as the consumed ranges and strided entries themselves (detail::CompactHoles),
+///    when a state's entries stand for more elements than that (consumers far apart: 512
+///    consumers up to 10^6 samples apart are 10^7 holes but 10^3 entries).
+///
+/// Complexity, for r consumed ranges and e strided entries, with n = r + e and c the
+/// entries of the largest cluster of overlapping entries (at most the consumers that
+/// saved the state): construction O(n log n) plus, compact, the pairs of an entry and a
+/// range its span meets; memory O(n + holes) as spans, O(n + those pairs) compact (at
+/// cluster scale about 3 items per entry). epoch_position is O(1) from lead() on and
+/// without holes; before lead() O(log holes) as spans, O(log n + c log(span of the
+/// cluster)) compact. for_each_piece adds O(1) per piece as spans and O(log n + c) per
+/// piece compact. Immutable after construction: const members may run concurrently.
 class RemainingSegment {
  public:
   /// An empty epoch.
@@ -38,20 +73,21 @@ class RemainingSegment {
   /// with the lead measured in blocks of `block_size`. Throws config_error for block_size
   /// 0, or when a range is reversed or ends past `total`.
   RemainingSegment(std::uint64_t total, std::vector<PositionRange> consumed, std::uint64_t block_size)
-      : RemainingSegment(total, std::move(consumed), {}, block_size) {}
+      : RemainingSegment(total, std::move(consumed), {}, block_size, detail::HoleLimit::automatic()) {}
 
   /// What a (validated) SamplerState leaves of its epoch: the complement of its prefix
   /// [0, consumed), its ahead ranges and its strided elements in [0, dataset_size). The
   /// segment keeps the state's ranges and entries (O(ranges + entries)) to compose the
-  /// next state compactly, and its spans: one per hole, so a resume from strided entries
-  /// takes O(elements) time and 24 bytes per element (one per block a consumer was ahead).
-  /// Throws config_error as the constructor does.
-  [[nodiscard]] static RemainingSegment after(const SamplerState& state, std::uint64_t block_size) {
+  /// next state compactly, and its holes as spans or compactly (see the class comment;
+  /// `limit` forces a form, for tests): O(ranges + entries) memory at any stop. Throws
+  /// config_error as the constructor does.
+  [[nodiscard]] static RemainingSegment after(const SamplerState& state, std::uint64_t block_size,
+                                              detail::HoleLimit limit = detail::HoleLimit::automatic()) {
     std::vector<PositionRange> consumed;
     consumed.reserve(state.ahead.size() + 1);
     if (state.consumed != 0) consumed.push_back(PositionRange{0, state.consumed});
     consumed.insert(consumed.end(), state.ahead.begin(), state.ahead.end());
-    return RemainingSegment(state.dataset_size, std::move(consumed), state.strided, block_size);
+    return RemainingSegment(state.dataset_size, std::move(consumed), state.strided, block_size, limit);
   }
 
   /// N, the epoch's positions.
@@ -62,18 +98,38 @@ class RemainingSegment {
   [[nodiscard]] std::uint64_t start() const noexcept { return total_ - size_; }
   /// Segment positions before the first block boundary of G past every consumed position.
   [[nodiscard]] std::uint64_t lead() const noexcept { return lead_; }
+  /// True when the holes are stored compactly (see the class comment).
+  [[nodiscard]] bool compact() const noexcept { return compact_; }
+  /// What the segment stores: its spans, the state's ranges and entries it keeps, and the
+  /// items of the compact form. O(ranges + entries) compact, whatever the holes.
+  [[nodiscard]] std::uint64_t stored_entries() const noexcept {
+    return spans_.size() + before_.ranges.size() + before_.strided.size() + holes_.stored();
+  }
+  /// What was consumed before the segment, as the state (or the constructor) gave it.
+  [[nodiscard]] const PositionSet& consumed_before() const noexcept { return before_; }
 
   /// The G position of segment position x (< size()).
   [[nodiscard]] std::uint64_t epoch_position(std::uint64_t x) const noexcept {
+    if (x >= lead_) return x + start();
+    if (compact_) return holes_.select(x);
     const Span& sp = span_of(x);
     return sp.g + (x - sp.v);
   }
 
-  /// The G ranges of the segment, in order.
+  /// The G ranges of the segment, in order. O(holes) entries whatever the form, so not for
+  /// resumed segments at scale: use for_each_piece or epoch_consumed_compact.
   [[nodiscard]] std::vector<PositionRange> ranges() const {
     std::vector<PositionRange> out;
-    out.reserve(spans_.size());
-    for (const Span& sp : spans_) out.push_back(PositionRange{sp.g, sp.g + sp.length});
+    if (!compact_) {
+      out.reserve(spans_.size());
+      for (const Span& sp : spans_) out.push_back(PositionRange{sp.g, sp.g + sp.length});
+      return out;
+    }
+    for (std::uint64_t g = holes_.next_free(0); g < total_;) {
+      const std::uint64_t end = std::min(total_, holes_.next_consumed(g));
+      out.push_back(PositionRange{g, end});
+      g = holes_.next_free(end);
+    }
     return out;
   }
 
@@ -81,6 +137,18 @@ class RemainingSegment {
   /// (x + count <= size()), in order.
   template <class F>
   void for_each_piece(std::uint64_t x, std::uint64_t count, F&& f) const {
+    if (count == 0) return;
+    if (compact_) {
+      // From the x-th free position, runs of free positions up to the next consumed one.
+      std::uint64_t g = epoch_position(x);
+      while (true) {
+        const std::uint64_t piece = g >= holes_.last() ? count : std::min(count, holes_.next_consumed(g) - g);
+        f(g, piece);
+        count -= piece;
+        if (count == 0) return;
+        g = holes_.next_free(g + piece);
+      }
+    }
     while (count != 0) {
       const Span& sp = span_of(x);
       const std::uint64_t piece = std::min(count, sp.v + sp.length - x);
@@ -96,9 +164,9 @@ class RemainingSegment {
   [[nodiscard]] std::vector<PositionRange> epoch_consumed(const std::vector<PositionRange>& segment_consumed) const {
     std::vector<PositionRange> all;
     std::uint64_t g = 0;
-    for (const Span& sp : spans_) {
-      if (sp.g > g) all.push_back(PositionRange{g, sp.g});
-      g = sp.g + sp.length;
+    for (const PositionRange& r : ranges()) {
+      if (r.begin > g) all.push_back(PositionRange{g, r.begin});
+      g = r.end;
     }
     if (total_ > g) all.push_back(PositionRange{g, total_});
     for (const PositionRange& x : segment_consumed) {
@@ -127,10 +195,11 @@ class RemainingSegment {
     }
     for (const StridedRange& s : segment_consumed.strided) {
       std::uint64_t i = 0;
-      // Elements until the rest lies in one span (past the lead, for a deal of this
-      // segment: at most one element) are placed one by one.
-      const Span* const last = &span_of(s.end() - 1);
-      for (; i < s.count && &span_of(s.element(i).begin) != last; ++i) hull(s.element(i).begin, s.element(i).end);
+      // Elements until the rest lies in one run of consecutive G positions (past the
+      // lead, for a deal of this segment: at most one element) are placed one by one.
+      const std::uint64_t y = s.end() - 1, gy = epoch_position(y);
+      for (; i < s.count && gy - epoch_position(s.element(i).begin) != y - s.element(i).begin; ++i)
+        hull(s.element(i).begin, s.element(i).end);
       if (i < s.count)
         all.strided.push_back(StridedRange{epoch_position(s.begin + i * s.stride), s.length, s.stride, s.count - i});
     }
@@ -141,7 +210,7 @@ class RemainingSegment {
  private:
   // The complement of `ranges` and the elements of `strided` (canonical, as a state holds them).
   RemainingSegment(std::uint64_t total, std::vector<PositionRange> ranges, std::vector<StridedRange> strided,
-                   std::uint64_t block_size)
+                   std::uint64_t block_size, detail::HoleLimit limit)
       : total_(total) {
     if (block_size == 0) detail::throw_config_error("RemainingSegment: block_size is 0 (expected at least 1)");
     for (const PositionRange& r : ranges) {
@@ -152,34 +221,47 @@ class RemainingSegment {
       }
     }
     detail::merge_ranges(ranges);
-    std::vector<PositionRange> consumed = ranges;
-    if (!strided.empty()) {
-      detail::append_elements(strided, consumed);
-      detail::merge_ranges(consumed);
+    std::uint64_t pieces = ranges.size();
+    for (const StridedRange& s : strided) pieces = s.count > UINT64_MAX - pieces ? UINT64_MAX : pieces + s.count;
+    const std::uint64_t max_pieces =
+        limit.automatic_limit ? std::max<std::uint64_t>(4096, 16 * (ranges.size() + strided.size())) : limit.max_pieces;
+    std::uint64_t before = 0, last = 0;  // consumed positions, all below `last`
+    if (pieces > max_pieces) {
+      holes_ = detail::CompactHoles(ranges, strided);
+      compact_ = true;
+      before = holes_.consumed();
+      last = holes_.last();
+      size_ = total - before;
+    } else {
+      std::vector<PositionRange> consumed = ranges;
+      if (!strided.empty()) {
+        detail::append_elements(strided, consumed);
+        detail::merge_ranges(consumed);
+      }
+      std::uint64_t g = 0, v = 0;
+      auto add = [&](std::uint64_t end) {
+        if (end > g) {
+          spans_.push_back(Span{v, g, end - g});
+          v += end - g;
+        }
+      };
+      for (const PositionRange& r : consumed) {
+        add(r.begin);
+        g = r.end;
+        before += r.end - r.begin;
+      }
+      add(total);
+      size_ = v;
+      last = consumed.empty() ? 0 : consumed.back().end;
+    }
+    if (last != 0) {
+      const std::uint64_t b = block_size;
+      const std::uint64_t blocks = last / b + (last % b != 0 ? 1 : 0);
+      const std::uint64_t aligned = blocks > total / b ? total : std::min(total, blocks * b);
+      lead_ = aligned - before;
     }
     before_.ranges = std::move(ranges);
     before_.strided = std::move(strided);
-    std::uint64_t g = 0, v = 0;
-    auto add = [&](std::uint64_t end) {
-      if (end > g) {
-        spans_.push_back(Span{v, g, end - g});
-        v += end - g;
-      }
-    };
-    for (const PositionRange& r : consumed) {
-      add(r.begin);
-      g = r.end;
-    }
-    add(total);
-    size_ = v;
-    if (!consumed.empty()) {
-      const std::uint64_t b = block_size, last = consumed.back().end;
-      const std::uint64_t blocks = last / b + (last % b != 0 ? 1 : 0);
-      const std::uint64_t aligned = blocks > total / b ? total : std::min(total, blocks * b);
-      std::uint64_t before = 0;  // consumed positions, all below `last` <= aligned
-      for (const PositionRange& r : consumed) before += r.end - r.begin;
-      lead_ = aligned - before;
-    }
   }
 
   // G positions [g, g + length) are segment positions [v, v + length).
@@ -196,7 +278,9 @@ class RemainingSegment {
     return *(it - 1);
   }
 
-  std::vector<Span> spans_;
+  std::vector<Span> spans_;     // the holes as spans (empty when compact)
+  detail::CompactHoles holes_;  // the holes compactly (empty unless compact)
+  bool compact_ = false;
   PositionSet before_;  // what the state left consumed, as it stored it
   std::uint64_t total_ = 0;
   std::uint64_t size_ = 0;

@@ -106,13 +106,17 @@ class StreamingShardSampler {
   /// same shard sizes and options but num_workers, on any world size and worker count):
   /// the positions of that epoch's global order the state does not mark consumed are split
   /// over this sampler's consumers. Throws state_error when the state belongs to other
-  /// shards or options, or is malformed. O(shards + ahead ranges + strided elements: one
-  /// span per block a consumer was ahead). Strong guarantee.
-  void resume(const SamplerState& state) {
+  /// shards or options, or is malformed. O(shards + (ahead ranges + strided entries) log)
+  /// time and O(shards + ahead ranges + strided entries) memory at any stop: the segment
+  /// keeps holes of consumers far apart compactly (RemainingSegment). Strong guarantee.
+  void resume(const SamplerState& state) { resume(state, detail::HoleLimit::automatic()); }
+  /// The same with the segment's form of holes forced by `limit` (for tests: both forms
+  /// read the same samples and write the same states).
+  void resume(const SamplerState& state, detail::HoleLimit limit) {
     const detail::ShardStateKey key(walk_->order());
     state.validate(key.get(), "StreamingShardSampler::resume");
     ShardEpochOrder order(catalog_, options_, state.epoch);
-    RemainingSegment segment = RemainingSegment::after(state, block_size());
+    RemainingSegment segment = RemainingSegment::after(state, block_size(), limit);
     walk_ = std::make_shared<const ShardWalk>(std::move(order), std::move(segment), consumers(), options_.tail, slots_,
                                               block_size());
   }
@@ -151,8 +155,13 @@ class StreamingShardSampler {
   [[nodiscard]] std::uint64_t dataset_size() const noexcept { return catalog_->total(); }
   /// Positions of the epoch consumed before this segment (0 unless resumed).
   [[nodiscard]] std::uint64_t start() const noexcept { return walk_->segment().start(); }
-  /// The ranges of the epoch's global order this segment reads, in order (its V).
+  /// The ranges of the epoch's global order this segment reads, in order (its V): one per
+  /// hole a resume left, so O(blocks consumers were ahead) for a state of consumers far
+  /// apart. consumed_before() is the compact form.
   [[nodiscard]] std::vector<PositionRange> remaining_ranges() const { return walk_->segment().ranges(); }
+  /// What the epoch had consumed before this segment, as the resumed state recorded it
+  /// (empty for a fresh epoch): the complement of remaining_ranges(), O(state entries).
+  [[nodiscard]] const PositionSet& consumed_before() const noexcept { return walk_->segment().consumed_before(); }
   [[nodiscard]] std::uint64_t num_shards() const noexcept { return catalog_->num_shards(); }
   [[nodiscard]] const std::vector<std::uint64_t>& shard_sizes() const noexcept { return catalog_->sizes(); }
   [[nodiscard]] const ShardCatalog& catalog() const noexcept { return *catalog_; }

@@ -1,0 +1,265 @@
+// distsampler internal: consumed positions kept as ranges and strided progressions, with rank and select over the rest.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_DETAIL_COMPACT_HOLES_HPP
+#define DISTSAMPLER_DETAIL_COMPACT_HOLES_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../state.hpp"
+#include "../version.hpp"
+#include "position_ranges.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+namespace detail {
+
+/// A set C of consumed positions of an epoch, stored as it came (ranges and strided
+/// progressions, O(ranges + entries) instead of one entry per hole), answering questions
+/// about the free positions (those not in C): how many lie below g, where the x-th is, and
+/// where a run of free or of consumed positions ends.
+///
+/// At construction the progressions are made disjoint from the ranges (an element that
+/// partly overlaps a range joins it; elements inside ranges are cut out, splitting an entry
+/// into runs; runs of one element become ranges) and grouped into clusters: entries whose
+/// spans (first element's begin to last element's end) overlap. Entries of a state overlap
+/// only within a cluster of one stride, so a cluster is about one consumer group's lead.
+///
+/// Complexity, for r ranges, e entries, c the largest cluster's entries: construction
+/// O((r + e) log(r + e) + p) for p the pairs of an entry and a range its span meets (each
+/// pair can split the entry once; stored entries O(r + e + p)); consumed_below and
+/// next_consumed O(log(r + e) + c); select O(log(r + e) + c log(cluster span)); next_free
+/// O((log(r + e) + c) per consumed item touching the run). Immutable after construction.
+class CompactHoles {
+ public:
+  CompactHoles() = default;
+
+  /// The union of `ranges` (sorted and merged, as merge_ranges leaves them) and the elements
+  /// of `strided` (entries with count >= 1 and stride > length that share no position;
+  /// they may overlap the ranges). No checks: the caller validated the set.
+  CompactHoles(std::vector<PositionRange> ranges, const std::vector<StridedRange>& strided) {
+    // Elements partly inside a range join it (their other positions belong to no other
+    // entry, so one pass suffices).
+    std::vector<PositionRange> joined = ranges;
+    for (const StridedRange& s : strided) {
+      for_each_overlap(ranges, s, [&](std::uint64_t lo, std::uint64_t hi, const PositionRange& r) {
+        if (s.element(lo).begin < r.begin) joined.push_back(s.element(lo));
+        if (s.element(hi).end > r.end) joined.push_back(s.element(hi));
+      });
+    }
+    merge_ranges(joined);
+    // Now every element meeting a range lies inside it: keep the runs of elements between.
+    std::vector<StridedRange> kept;
+    for (const StridedRange& s : strided) {
+      std::uint64_t next = 0;  // first element not yet kept or cut
+      auto keep_until = [&](std::uint64_t end) {
+        if (end > next) kept.push_back(StridedRange{s.begin + next * s.stride, s.length, s.stride, end - next});
+      };
+      for_each_overlap(joined, s, [&](std::uint64_t lo, std::uint64_t hi, const PositionRange&) {
+        keep_until(lo);
+        next = std::max(next, hi + 1);
+      });
+      keep_until(s.count);
+    }
+    std::vector<StridedRange> entries;
+    for (const StridedRange& s : kept) {
+      if (s.count == 1) {
+        joined.push_back(s.element(0));
+      } else {
+        entries.push_back(s);
+      }
+    }
+    merge_ranges(joined);
+    std::sort(entries.begin(), entries.end(),
+              [](const StridedRange& a, const StridedRange& b) { return a.begin < b.begin; });
+    ranges_ = std::move(joined);
+    entries_ = std::move(entries);
+    range_sum_.assign(ranges_.size() + 1, 0);
+    for (std::size_t i = 0; i < ranges_.size(); ++i) range_sum_[i + 1] = range_sum_[i] + ranges_[i].size();
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const StridedRange& s = entries_[i];
+      if (clusters_.empty() || s.begin >= clusters_.back().end) {
+        clusters_.push_back(Cluster{s.begin, s.end(), i, i + 1, 0});
+      } else {
+        clusters_.back().end = std::max(clusters_.back().end, s.end());
+        clusters_.back().last = i + 1;
+      }
+      clusters_.back().size += s.size();
+    }
+    cluster_sum_.assign(clusters_.size() + 1, 0);
+    for (std::size_t i = 0; i < clusters_.size(); ++i) cluster_sum_[i + 1] = cluster_sum_[i] + clusters_[i].size;
+    consumed_ = range_sum_.back() + cluster_sum_.back();
+    last_ = std::max(ranges_.empty() ? 0 : ranges_.back().end, clusters_.empty() ? 0 : clusters_.back().end);
+    // Marks at every range and cluster boundary, with the free positions below each.
+    std::vector<std::uint64_t> at{0};
+    for (const PositionRange& r : ranges_) {
+      at.push_back(r.begin);
+      at.push_back(r.end);
+    }
+    for (const Cluster& c : clusters_) {
+      at.push_back(c.begin);
+      at.push_back(c.end);
+    }
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+    marks_.reserve(at.size());
+    for (const std::uint64_t g : at) marks_.push_back(Mark{g, g - consumed_below(g)});
+  }
+
+  /// Positions in C.
+  [[nodiscard]] std::uint64_t consumed() const noexcept { return consumed_; }
+  /// One past the last position of C (0 when C is empty): every position from here on is free.
+  [[nodiscard]] std::uint64_t last() const noexcept { return last_; }
+  /// Items stored: ranges, entries, clusters and marks (the memory, in units of 16 to 40 bytes).
+  [[nodiscard]] std::uint64_t stored() const noexcept {
+    return ranges_.size() + entries_.size() + clusters_.size() + marks_.size();
+  }
+
+  /// Positions of C below g.
+  [[nodiscard]] std::uint64_t consumed_below(std::uint64_t g) const noexcept {
+    const std::size_t r = ranges_before(g);
+    std::uint64_t n = range_sum_[r];
+    if (r != 0 && ranges_[r - 1].end > g) n -= ranges_[r - 1].end - g;
+    const std::size_t c = clusters_before(g);
+    n += cluster_sum_[c];
+    if (c != 0 && clusters_[c - 1].end > g) n -= clusters_[c - 1].size - cluster_below(clusters_[c - 1], g);
+    return n;
+  }
+
+  /// The free position with x free positions below it.
+  [[nodiscard]] std::uint64_t select(std::uint64_t x) const noexcept {
+    // The last mark with at most x free positions below: the x-th lies in its zone.
+    const auto it = std::upper_bound(marks_.begin(), marks_.end(), x,
+                                     [](std::uint64_t value, const Mark& m) { return value < m.free; });
+    const Mark& m = *(it - 1);
+    if (it == marks_.end()) return m.g + (x - m.free);
+    const std::size_t c = clusters_before(m.g + 1);
+    if (c == 0 || clusters_[c - 1].end <= m.g) return m.g + (x - m.free);
+    // Inside a cluster, and in no range (the zone has free positions): the smallest g with
+    // x + 1 free positions up to it, free_below(g) being m.free + (g - m.g) less the
+    // cluster's positions in [m.g, g).
+    const Cluster& cl = clusters_[c - 1];
+    const std::uint64_t at_mark = cluster_below(cl, m.g);
+    std::uint64_t lo = m.g, hi = it->g - 1;
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (m.free + (mid + 1 - m.g) - (cluster_below(cl, mid + 1) - at_mark) > x) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+
+  /// The first position of C at or after free position g, or UINT64_MAX when none.
+  [[nodiscard]] std::uint64_t next_consumed(std::uint64_t g) const noexcept {
+    std::uint64_t next = UINT64_MAX;
+    const std::size_t r = ranges_before(g + 1);  // ranges beginning at or before g
+    if (r < ranges_.size()) next = ranges_[r].begin;
+    const std::size_t c = clusters_before(g + 1);
+    if (c < clusters_.size()) next = std::min(next, clusters_[c].begin);
+    if (c != 0 && clusters_[c - 1].end > g) {
+      const Cluster& cl = clusters_[c - 1];
+      for (std::size_t i = cl.first; i < cl.last; ++i) next = std::min(next, element_at_or_after(entries_[i], g));
+    }
+    return next;
+  }
+
+  /// The first free position at or after g.
+  [[nodiscard]] std::uint64_t next_free(std::uint64_t g) const noexcept {
+    for (bool moved = true; moved && g < last_;) {
+      moved = false;
+      const std::size_t r = ranges_before(g + 1);
+      if (r != 0 && ranges_[r - 1].end > g) {
+        g = ranges_[r - 1].end;
+        moved = true;
+      }
+      const std::size_t c = clusters_before(g + 1);
+      if (c != 0 && clusters_[c - 1].end > g) {
+        const Cluster& cl = clusters_[c - 1];
+        for (std::size_t i = cl.first; i < cl.last; ++i) {
+          const StridedRange& s = entries_[i];
+          if (g < s.begin || g >= s.end()) continue;
+          const std::uint64_t j = (g - s.begin) / s.stride, off = (g - s.begin) % s.stride;
+          if (off < s.length) {
+            g = s.begin + j * s.stride + s.length;
+            moved = true;
+            break;  // entries share no position: at most one holds g
+          }
+        }
+      }
+    }
+    return g;
+  }
+
+ private:
+  struct Cluster {
+    std::uint64_t begin = 0, end = 0;
+    std::size_t first = 0, last = 0;  // entries [first, last)
+    std::uint64_t size = 0;           // positions of its elements
+  };
+  struct Mark {
+    std::uint64_t g = 0;
+    std::uint64_t free = 0;  // free positions below g
+  };
+
+  // Calls f(lo, hi, r) for each range r of `ranges` (sorted, disjoint) that shares
+  // positions with an element of s: elements lo..hi (inclusive) are those.
+  template <class F>
+  static void for_each_overlap(const std::vector<PositionRange>& ranges, const StridedRange& s, F&& f) {
+    const std::uint64_t end = s.end();
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), s.begin,
+                               [](std::uint64_t x, const PositionRange& r) { return x < r.end; });
+    for (; it != ranges.end() && it->begin < end; ++it) {
+      const PositionRange& r = *it;
+      // Elements ending after r.begin and beginning before r.end.
+      const std::uint64_t lo = r.begin < s.begin + s.length ? 0 : (r.begin - s.begin - s.length) / s.stride + 1;
+      const std::uint64_t hi = std::min(s.count - 1, (r.end - 1 - std::min(r.end - 1, s.begin)) / s.stride);
+      if (r.end <= s.begin || lo > hi) continue;
+      f(lo, hi, r);
+    }
+  }
+
+  // Ranges beginning before g.
+  [[nodiscard]] std::size_t ranges_before(std::uint64_t g) const noexcept {
+    return static_cast<std::size_t>(
+        std::lower_bound(ranges_.begin(), ranges_.end(), g,
+                         [](const PositionRange& r, std::uint64_t x) { return r.begin < x; }) -
+        ranges_.begin());
+  }
+  // Clusters beginning before g.
+  [[nodiscard]] std::size_t clusters_before(std::uint64_t g) const noexcept {
+    return static_cast<std::size_t>(
+        std::lower_bound(clusters_.begin(), clusters_.end(), g,
+                         [](const Cluster& c, std::uint64_t x) { return c.begin < x; }) -
+        clusters_.begin());
+  }
+  // Positions of the cluster's elements below g.
+  [[nodiscard]] std::uint64_t cluster_below(const Cluster& cl, std::uint64_t g) const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t i = cl.first; i < cl.last && entries_[i].begin < g; ++i) n += entries_[i].size_below(g);
+    return n;
+  }
+  // The begin of s's first element at or after g (g in no element of s), or UINT64_MAX.
+  [[nodiscard]] static std::uint64_t element_at_or_after(const StridedRange& s, std::uint64_t g) noexcept {
+    if (g <= s.begin) return s.begin;
+    const std::uint64_t j = (g - s.begin) / s.stride + ((g - s.begin) % s.stride != 0 ? 1 : 0);
+    return j < s.count ? s.begin + j * s.stride : UINT64_MAX;
+  }
+
+  std::vector<PositionRange> ranges_;    // sorted, merged, disjoint from every element
+  std::vector<std::uint64_t> range_sum_;  // positions of the first i ranges
+  std::vector<StridedRange> entries_;     // sorted by begin, count >= 2
+  std::vector<Cluster> clusters_;
+  std::vector<std::uint64_t> cluster_sum_;  // positions of the first i clusters
+  std::vector<Mark> marks_;
+  std::uint64_t consumed_ = 0;
+  std::uint64_t last_ = 0;
+};
+
+}  // namespace detail
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_DETAIL_COMPACT_HOLES_HPP
