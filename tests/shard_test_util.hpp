@@ -22,6 +22,7 @@ using distsampler::ShardSamplerOptions;
 using distsampler::StreamingShardSampler;
 using distsampler::Tail;
 using distsampler::World;
+using distsampler::detail::HoleLimit;
 
 // A small deterministic generator for test layouts (never std distributions).
 struct TestRng {

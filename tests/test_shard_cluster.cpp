@@ -281,7 +281,9 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
         if (saved.empty()) {
           ranks.back().set_epoch(3);
         } else {
-          ranks.back().resume(SamplerState::from_text(saved));
+          // Holes as spans on some ranks, compact on others: they must read the same.
+          ranks.back().resume(SamplerState::from_text(saved),
+                              (r + static_cast<std::uint64_t>(seg)) % 2 == 0 ? HoleLimit::compact() : HoleLimit::spans());
         }
       }
       if (saved.empty()) check_segment(ranks);
@@ -307,6 +309,7 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
       }
       const SamplerState state =
           ranks[static_cast<std::size_t>(rng.below(w))].state(distsampler::ConsumerProgress(done));
+      if (w > 1) REQUIRE(ranks[1].state(distsampler::ConsumerProgress(done)) == state);  // the other form
       INFO("trial " << trial << " segment " << seg << " world " << w << " per node " << per_node << " workers "
                     << n_workers << " groups " << s0.node_groups() << " state " << state.to_text());
       CHECK(consumed_positions(state) == read_pos);

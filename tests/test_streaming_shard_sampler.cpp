@@ -150,15 +150,27 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
     const int segments = 1 + static_cast<int>(rng.below(5));
     for (int seg = 0; seg < segments; ++seg) {
       const std::uint64_t w = 1 + rng.below(6), workers = 1 + rng.below(3);
+      // The segment's holes as spans on some ranks and compact on others (both forms must
+      // read the same); `twin` is rank 0 in the other form.
+      const auto form = [&](std::uint64_t r) {
+        return (r + static_cast<std::uint64_t>(trial + seg)) % 2 == 0 ? HoleLimit::compact() : HoleLimit::spans();
+      };
       std::vector<StreamingShardSampler> ranks;
+      StreamingShardSampler twin(sizes, World(0, w), ShardSamplerOptions(options).with_num_workers(workers));
       for (std::uint64_t r = 0; r < w; ++r) {
         ranks.emplace_back(sizes, World(r, w), ShardSamplerOptions(options).with_num_workers(workers));
         if (saved.empty()) {
           ranks.back().set_epoch(epoch);
         } else {
           ranks.back().resume(rng.below(2) == 0 ? SamplerState::from_text(saved)
-                                                : SamplerState::from_bytes(SamplerState::from_text(saved).to_bytes()));
+                                                : SamplerState::from_bytes(SamplerState::from_text(saved).to_bytes()),
+                              form(r));
         }
+      }
+      if (saved.empty()) {
+        twin.set_epoch(epoch);
+      } else {
+        twin.resume(SamplerState::from_text(saved), form(1));
       }
       const auto& s0 = ranks.front();
       // The segment is exactly what earlier segments left.
@@ -227,6 +239,13 @@ TEST_CASE("resuming at random points with other world sizes and worker counts re
         }
       }
       INFO("trial " << trial << " segment " << seg << " how " << how << " state " << state.to_text());
+      // The other form: the same position for every slot, the same state at this stop.
+      for (std::uint64_t c = 0; c < k; ++c) {
+        REQUIRE(twin.consumer_size(c) == s0.consumer_size(c));
+        for (std::uint64_t i = 0; i < s0.consumer_size(c); ++i)
+          REQUIRE(twin.consumer_position(c, i) == s0.consumer_position(c, i));
+      }
+      REQUIRE(twin.state(distsampler::ConsumerProgress(done)) == s0.state(distsampler::ConsumerProgress(done)));
       CHECK(state.epoch == epoch);
       CHECK(consumed_positions(state) == read_pos);
       // O(consumers) at any stop: a segment's deal adds at most 1 + 6K ranges (the common
