@@ -238,6 +238,76 @@ TEST_CASE("at cluster scale a state at any stop is O(consumers) and resumes exac
   check_marks_sampled(t, next, st2, rng);
 }
 
+TEST_CASE("at cluster scale a resume of consumers 10^6 samples apart stores O(consumers) and reads the complement",
+          "[shard][progress][strided][cluster]") {
+  // The state of the test above with the consumers up to 10^6 samples apart: 10^7 holes
+  // (one per block a consumer was ahead), a few hundred ranges and entries.
+  const std::vector<std::uint64_t> sizes(100000, 100000);
+  const auto options = ShardSamplerOptions().with_num_workers(8);
+  StreamingShardSampler s(sizes, World(3, 64, 3, 8), options);
+  s.set_epoch(1);
+  const std::uint64_t k = s.consumers();
+  TestRng rng{1606};
+  std::vector<std::uint64_t> done(static_cast<std::size_t>(k));
+  std::uint64_t sum = 0, least = UINT64_MAX, most = 0;
+  for (auto& d : done) {
+    sum += d = 5000000 + rng.below(1000000);
+    least = std::min(least, d);
+    most = std::max(most, d);
+  }
+  const SamplerState st = s.state(ConsumerProgress(done));
+  REQUIRE(st.consumed_total() == sum);
+  // As spans the segment would hold one per hole: about (most - least) / 8 per consumer.
+  REQUIRE((most - least) / s.block_size() * k / 2 > 10000000);
+  const auto w2 = ShardSamplerOptions(options).with_num_workers(4);
+  StreamingShardSampler t(sizes, World(1, 32, 1, 4), w2);
+  const distsampler::RemainingSegment segment = distsampler::RemainingSegment::after(st, t.block_size());
+  INFO("ranges " << st.ahead.size() << " strided " << st.strided.size() << " stored " << segment.stored_entries());
+  CHECK(segment.compact());
+  CHECK(segment.stored_entries() <= 64 * k);
+  CHECK(segment.size() == s.dataset_size() - sum);
+  t.resume(st);
+  CHECK(t.start() == sum);
+  CHECK(t.state(0) == st);  // nothing read since: the same state
+  // Sampled slots read unmarked positions: in the fronts (the holes), around the lead and anywhere.
+  const std::uint64_t front = (segment.lead() / t.consumers());
+  REQUIRE(front > 1000000);
+  for (int j = 0; j < 600; ++j) {
+    const std::uint64_t c = rng.below(t.consumers());
+    const std::uint64_t i = j % 3 == 0 ? rng.below(front) : j % 3 == 1 ? front - 1 + rng.below(3) : rng.below(t.consumer_size(c));
+    INFO("resumed consumer " << c << " slot " << i);
+    REQUIRE(!marks(st, t.consumer_position(c, i)));
+  }
+  // A consumer's fill over a stretch of its front equals its samples one by one, and every
+  // position it reads is unmarked.
+  std::vector<distsampler::ShardSample> out(4096);
+  const std::uint64_t at = rng.below(front - out.size());
+  t.fill(0, at, out.size(), out.data());
+  for (std::uint64_t i = 0; i < out.size(); ++i) {
+    REQUIRE(out[static_cast<std::size_t>(i)] == t.sample(0, at + i));
+    REQUIRE(!marks(st, t.consumer_position(t.consumer(0), at + i)));
+  }
+  // Its state at another spread, some consumers still in their fronts, composes compactly
+  // (as in the test above), and resumes compactly again.
+  std::vector<std::uint64_t> next(static_cast<std::size_t>(t.consumers()));
+  std::uint64_t next_sum = sum;
+  for (auto& d : next) next_sum += d = rng.below(2) == 0 ? rng.below(3000) : front + rng.below(1000000);
+  const SamplerState st2 = t.state(ConsumerProgress(next));
+  INFO("resumed state: ranges " << st2.ahead.size() << " strided " << st2.strided.size());
+  CHECK(st2.to_bytes().size() < 48 * k + 80 * t.consumers() + 256);
+  CHECK(st2.consumed_total() == next_sum);
+  check_marks_sampled(t, next, st2, rng);
+  const distsampler::RemainingSegment again = distsampler::RemainingSegment::after(st2, s.block_size());
+  INFO("stored again " << again.stored_entries());
+  CHECK(again.stored_entries() <= 64 * (k + t.consumers()));
+  s.resume(st2);
+  CHECK(s.start() == next_sum);
+  for (int j = 0; j < 300; ++j) {
+    const std::uint64_t c = rng.below(k), i = j % 2 == 0 ? rng.below(2000) : rng.below(s.consumer_size(c));
+    REQUIRE(!marks(st2, s.consumer_position(c, i)));
+  }
+}
+
 TEST_CASE("stopping points past a stream's end throw config_error", "[shard][progress][errors]") {
   const auto o = ShardSamplerOptions()
                      .with_run_length(2)
