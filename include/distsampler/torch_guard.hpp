@@ -103,10 +103,13 @@ GuardKey key_of(const DistributedBatchSampler<P>& s) {
 }
 
 inline GuardKey key_of(const StreamingShardSampler& s) {
-  // The shard sizes (the catalog's layout hash, as in saved states) and the segment a resume left.
+  // The shard sizes (the catalog's layout hash, as in saved states) and what the resumed
+  // state had consumed, as it recorded it (O(state entries), not one range per hole).
+  using distsampler::detail::hash_field;
   std::uint64_t layout = s.catalog().layout_hash();
-  for (const PositionRange& r : s.remaining_ranges()) {
-    layout = distsampler::detail::hash_field(distsampler::detail::hash_field(layout, r.begin), r.end);
+  for (const PositionRange& r : s.consumed_before().ranges) layout = hash_field(hash_field(layout, r.begin), r.end);
+  for (const StridedRange& r : s.consumed_before().strided) {
+    layout = hash_field(hash_field(hash_field(hash_field(layout, r.begin), r.length), r.stride), r.count);
   }
   const ShardSamplerOptions& o = s.options();
   return GuardKey{{family("shard"), s.dataset_size(), o.seed, s.epoch(), o.shuffle ? 1u : 0u,
