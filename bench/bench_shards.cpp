@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <distsampler/remaining_segment.hpp>
 #include <distsampler/streaming_shard_sampler.hpp>
 
 namespace {
@@ -243,19 +244,54 @@ void BM_ShardStateAfterResume(benchmark::State& state) {
 BENCHMARK(BM_ShardStateAfterResume)->Unit(benchmark::kMicrosecond);
 
 void BM_ShardResumeAnyStop(benchmark::State& state) {
-  // Resume that state on another world (32 ranks x 4 workers, 4 per node).
+  // Resume that state on another world (32 ranks x 4 workers, 4 per node); range(0): how
+  // far apart the consumers stopped at most; range(1): 1 = the holes forced into spans.
   distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
                                        distsampler::ShardSamplerOptions().with_num_workers(8));
   s.set_epoch(1);
-  const auto st = s.state(any_stop(s));
+  const auto st = s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0))));
   distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
                                        distsampler::ShardSamplerOptions().with_num_workers(4));
+  const auto limit =
+      state.range(1) != 0 ? distsampler::detail::HoleLimit::spans() : distsampler::detail::HoleLimit::automatic();
   for (auto _ : state) {
-    t.resume(st);
+    t.resume(st, limit);
     benchmark::DoNotOptimize(t.worker_size(0));
   }
+  const auto segment = distsampler::RemainingSegment::after(st, t.block_size(), limit);
+  state.counters["stored"] = static_cast<double>(segment.stored_entries());
+  state.counters["compact"] = segment.compact() ? 1 : 0;
 }
-BENCHMARK(BM_ShardResumeAnyStop)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ShardResumeAnyStop)
+    ->ArgNames({"spread", "spans"})
+    ->Args({1000, 0})
+    ->Args({1000000, 0})
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMillisecond);
+
+void BM_ShardFillFront(benchmark::State& state) {
+  // fill of 1024 slots at a time through consumer 0's front (the holes) after resuming the
+  // state of consumers up to range(0) apart; range(1): 1 = the holes forced into spans.
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
+                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  t.resume(s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0)))),
+           state.range(1) != 0 ? distsampler::detail::HoleLimit::spans() : distsampler::detail::HoleLimit::automatic());
+  const std::uint64_t front = distsampler::RemainingSegment::after(t.state(0), t.block_size()).lead() / t.consumers();
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    t.fill(0, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > front) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+  state.counters["front"] = static_cast<double>(front);
+}
+BENCHMARK(BM_ShardFillFront)->ArgNames({"spread", "spans"})->Args({1000, 0})->Args({1000000, 0})->Args({1000000, 1});
 
 void BM_ShardSchedule(benchmark::State& state) {
   const std::uint64_t per_node = state.range(2) != 0 ? 8 : 1;

@@ -87,6 +87,15 @@ class CompactHoles {
       }
       clusters_.back().size += s.size();
     }
+    by_phase_.resize(entries_.size());
+    for (const Cluster& cl : clusters_) {
+      const std::uint64_t stride = entries_[cl.first].stride;
+      for (std::size_t i = cl.first; i < cl.last; ++i) by_phase_[i] = i;
+      // Sorted by begin within a phase already: entries_ is, and the sort is stable.
+      std::stable_sort(by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.first),
+                       by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.last),
+                       [&](std::size_t a, std::size_t b) { return entries_[a].begin % stride < entries_[b].begin % stride; });
+    }
     cluster_sum_.assign(clusters_.size() + 1, 0);
     for (std::size_t i = 0; i < clusters_.size(); ++i) cluster_sum_[i + 1] = cluster_sum_[i] + clusters_[i].size;
     consumed_ = range_sum_.back() + cluster_sum_.back();
@@ -111,9 +120,9 @@ class CompactHoles {
   [[nodiscard]] std::uint64_t consumed() const noexcept { return consumed_; }
   /// One past the last position of C (0 when C is empty): every position from here on is free.
   [[nodiscard]] std::uint64_t last() const noexcept { return last_; }
-  /// Items stored: ranges, entries, clusters and marks (the memory, in units of 16 to 40 bytes).
+  /// Items stored: ranges, entries (and their order), clusters and marks (8 to 40 bytes each).
   [[nodiscard]] std::uint64_t stored() const noexcept {
-    return ranges_.size() + entries_.size() + clusters_.size() + marks_.size();
+    return ranges_.size() + entries_.size() + by_phase_.size() + clusters_.size() + marks_.size();
   }
 
   /// Positions of C below g.
@@ -153,43 +162,17 @@ class CompactHoles {
     return lo;
   }
 
-  /// The first position of C at or after free position g, or UINT64_MAX when none.
-  [[nodiscard]] std::uint64_t next_consumed(std::uint64_t g) const noexcept {
-    std::uint64_t next = UINT64_MAX;
-    const std::size_t r = ranges_before(g + 1);  // ranges beginning at or before g
-    if (r < ranges_.size()) next = ranges_[r].begin;
-    const std::size_t c = clusters_before(g + 1);
-    if (c < clusters_.size()) next = std::min(next, clusters_[c].begin);
-    if (c != 0 && clusters_[c - 1].end > g) {
-      const Cluster& cl = clusters_[c - 1];
-      for (std::size_t i = cl.first; i < cl.last; ++i) next = std::min(next, element_at_or_after(entries_[i], g));
-    }
-    return next;
-  }
+  /// The first position of C at or after g, or UINT64_MAX when none; g must not lie
+  /// strictly inside a run of C's ranges or elements (a free position, or where one ends).
+  [[nodiscard]] std::uint64_t next_consumed(std::uint64_t g) const noexcept { return next_item(g).begin; }
 
-  /// The first free position at or after g.
+  /// The first free position at or after g, under next_consumed's condition on g: the
+  /// ranges and elements beginning where the previous one ends are skipped.
   [[nodiscard]] std::uint64_t next_free(std::uint64_t g) const noexcept {
-    for (bool moved = true; moved && g < last_;) {
-      moved = false;
-      const std::size_t r = ranges_before(g + 1);
-      if (r != 0 && ranges_[r - 1].end > g) {
-        g = ranges_[r - 1].end;
-        moved = true;
-      }
-      const std::size_t c = clusters_before(g + 1);
-      if (c != 0 && clusters_[c - 1].end > g) {
-        const Cluster& cl = clusters_[c - 1];
-        for (std::size_t i = cl.first; i < cl.last; ++i) {
-          const StridedRange& s = entries_[i];
-          if (g < s.begin || g >= s.end()) continue;
-          const std::uint64_t j = (g - s.begin) / s.stride, off = (g - s.begin) % s.stride;
-          if (off < s.length) {
-            g = s.begin + j * s.stride + s.length;
-            moved = true;
-            break;  // entries share no position: at most one holds g
-          }
-        }
-      }
+    while (g < last_) {
+      const PositionRange item = next_item(g);
+      if (item.begin != g) break;
+      g = item.end;
     }
     return g;
   }
@@ -197,7 +180,7 @@ class CompactHoles {
  private:
   struct Cluster {
     std::uint64_t begin = 0, end = 0;
-    std::size_t first = 0, last = 0;  // entries [first, last)
+    std::size_t first = 0, last = 0;  // entries [first, last), and their order by phase in by_phase_
     std::uint64_t size = 0;           // positions of its elements
   };
   struct Mark {
@@ -220,6 +203,44 @@ class CompactHoles {
       if (r.end <= s.begin || lo > hi) continue;
       f(lo, hi, r);
     }
+  }
+
+  // The first range or element of C beginning at or after g (g not strictly inside one),
+  // {UINT64_MAX, UINT64_MAX} when none. O(log(r + e)) plus, inside a cluster, the entries
+  // scanned in phase order from g's phase until one has an element in the next stride
+  // (entries that ended or not yet began are passed over; all of them when none does).
+  [[nodiscard]] PositionRange next_item(std::uint64_t g) const noexcept {
+    PositionRange best{UINT64_MAX, UINT64_MAX};
+    const std::size_t r = ranges_before(g);  // ranges_[r] is the first beginning at or after g
+    if (r < ranges_.size()) best = ranges_[r];
+    const std::size_t c = clusters_before(g + 1);
+    if (c < clusters_.size() && clusters_[c].begin < best.begin) {
+      const StridedRange& first = entries_[clusters_[c].first];
+      best = first.element(0);
+    }
+    if (c == 0 || clusters_[c - 1].end <= g) return best;
+    const Cluster& cl = clusters_[c - 1];
+    const std::uint64_t stride = entries_[cl.first].stride, phase = g % stride, period = g - phase;
+    const auto order_begin = by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.first);
+    const auto order_end = by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.last);
+    const auto from = std::lower_bound(order_begin, order_end, phase, [&](std::size_t i, std::uint64_t value) {
+      return entries_[i].begin % stride < value;
+    });
+    const std::size_t n = cl.last - cl.first, start = static_cast<std::size_t>(from - order_begin);
+    for (std::size_t step = 0; step < n; ++step) {
+      const bool wrapped = start + step >= n;
+      const StridedRange& s = entries_[*(order_begin + static_cast<std::ptrdiff_t>((start + step) % n))];
+      const std::uint64_t at = period + s.begin % stride + (wrapped ? stride : 0);
+      if (at >= s.begin && (at - s.begin) / stride < s.count) {
+        if (at < best.begin) best = PositionRange{at, at + s.length};
+        return best;
+      }
+    }
+    for (std::size_t i = cl.first; i < cl.last; ++i) {
+      const std::uint64_t at = element_at_or_after(entries_[i], g);
+      if (at < best.begin) best = PositionRange{at, at + entries_[i].length};
+    }
+    return best;
   }
 
   // Ranges beginning before g.
@@ -253,6 +274,7 @@ class CompactHoles {
   std::vector<std::uint64_t> range_sum_;  // positions of the first i ranges
   std::vector<StridedRange> entries_;     // sorted by begin, count >= 2
   std::vector<Cluster> clusters_;
+  std::vector<std::size_t> by_phase_;  // each cluster's entries by (begin mod stride, begin)
   std::vector<std::uint64_t> cluster_sum_;  // positions of the first i clusters
   std::vector<Mark> marks_;
   std::uint64_t consumed_ = 0;
