@@ -148,8 +148,8 @@ TEST_CASE("compact holes read the same segment as spans, position by position", 
     const RemainingSegment spans = RemainingSegment::after(st, block, HoleLimit::spans());
     const RemainingSegment compact = RemainingSegment::after(st, block, HoleLimit::compact());
     const auto done = marked(st);
-    INFO("trial " << trial << " total " << total << " block " << block << " ranges " << st.ahead.size()
-                  << " strided " << st.strided.size());
+    INFO("trial " << trial << " total " << total << " block " << block << " ranges " << st.ahead.size() << " strided "
+                  << st.strided.size());
     REQUIRE(!spans.compact());
     REQUIRE(compact.compact() == (std::count(done.begin(), done.end(), true) != 0));
     // Against the brute-force complement: the x-th free position, the sizes and the lead.

@@ -282,8 +282,9 @@ TEST_CASE("node-aware deals are disjoint, covering and balanced, and resume exac
           ranks.back().set_epoch(3);
         } else {
           // Holes as spans on some ranks, compact on others: they must read the same.
-          ranks.back().resume(SamplerState::from_text(saved),
-                              (r + static_cast<std::uint64_t>(seg)) % 2 == 0 ? HoleLimit::compact() : HoleLimit::spans());
+          ranks.back().resume(SamplerState::from_text(saved), (r + static_cast<std::uint64_t>(seg)) % 2 == 0
+                                                                  ? HoleLimit::compact()
+                                                                  : HoleLimit::spans());
         }
       }
       if (saved.empty()) check_segment(ranks);

@@ -274,7 +274,9 @@ TEST_CASE("at cluster scale a resume of consumers 10^6 samples apart stores O(co
   REQUIRE(front > 1000000);
   for (int j = 0; j < 600; ++j) {
     const std::uint64_t c = rng.below(t.consumers());
-    const std::uint64_t i = j % 3 == 0 ? rng.below(front) : j % 3 == 1 ? front - 1 + rng.below(3) : rng.below(t.consumer_size(c));
+    const std::uint64_t i = j % 3 == 0   ? rng.below(front)
+                            : j % 3 == 1 ? front - 1 + rng.below(3)
+                                         : rng.below(t.consumer_size(c));
     INFO("resumed consumer " << c << " slot " << i);
     REQUIRE(!marks(st, t.consumer_position(c, i)));
   }

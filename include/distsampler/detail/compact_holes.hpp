@@ -93,8 +93,9 @@ class CompactHoles {
       for (std::size_t i = cl.first; i < cl.last; ++i) by_phase_[i] = i;
       // Sorted by begin within a phase already: entries_ is, and the sort is stable.
       std::stable_sort(by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.first),
-                       by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.last),
-                       [&](std::size_t a, std::size_t b) { return entries_[a].begin % stride < entries_[b].begin % stride; });
+                       by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.last), [&](std::size_t a, std::size_t b) {
+                         return entries_[a].begin % stride < entries_[b].begin % stride;
+                       });
     }
     cluster_sum_.assign(clusters_.size() + 1, 0);
     for (std::size_t i = 0; i < clusters_.size(); ++i) cluster_sum_[i + 1] = cluster_sum_[i] + clusters_[i].size;
@@ -252,10 +253,9 @@ class CompactHoles {
   }
   // Clusters beginning before g.
   [[nodiscard]] std::size_t clusters_before(std::uint64_t g) const noexcept {
-    return static_cast<std::size_t>(
-        std::lower_bound(clusters_.begin(), clusters_.end(), g,
-                         [](const Cluster& c, std::uint64_t x) { return c.begin < x; }) -
-        clusters_.begin());
+    return static_cast<std::size_t>(std::lower_bound(clusters_.begin(), clusters_.end(), g,
+                                                     [](const Cluster& c, std::uint64_t x) { return c.begin < x; }) -
+                                    clusters_.begin());
   }
   // Positions of the cluster's elements below g.
   [[nodiscard]] std::uint64_t cluster_below(const Cluster& cl, std::uint64_t g) const noexcept {
@@ -270,11 +270,11 @@ class CompactHoles {
     return j < s.count ? s.begin + j * s.stride : UINT64_MAX;
   }
 
-  std::vector<PositionRange> ranges_;    // sorted, merged, disjoint from every element
+  std::vector<PositionRange> ranges_;     // sorted, merged, disjoint from every element
   std::vector<std::uint64_t> range_sum_;  // positions of the first i ranges
   std::vector<StridedRange> entries_;     // sorted by begin, count >= 2
   std::vector<Cluster> clusters_;
-  std::vector<std::size_t> by_phase_;  // each cluster's entries by (begin mod stride, begin)
+  std::vector<std::size_t> by_phase_;       // each cluster's entries by (begin mod stride, begin)
   std::vector<std::uint64_t> cluster_sum_;  // positions of the first i clusters
   std::vector<Mark> marks_;
   std::uint64_t consumed_ = 0;
