@@ -265,6 +265,7 @@ void BM_ShardResumeAnyStop(benchmark::State& state) {
 BENCHMARK(BM_ShardResumeAnyStop)
     ->ArgNames({"spread", "spans"})
     ->Args({1000, 0})
+    ->Args({1000, 1})
     ->Args({1000000, 0})
     ->Args({1000000, 1})
     ->Unit(benchmark::kMillisecond);
@@ -291,7 +292,12 @@ void BM_ShardFillFront(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
   state.counters["front"] = static_cast<double>(front);
 }
-BENCHMARK(BM_ShardFillFront)->ArgNames({"spread", "spans"})->Args({1000, 0})->Args({1000000, 0})->Args({1000000, 1});
+BENCHMARK(BM_ShardFillFront)
+    ->ArgNames({"spread", "spans"})
+    ->Args({1000, 0})
+    ->Args({1000, 1})
+    ->Args({1000000, 0})
+    ->Args({1000000, 1});
 
 void BM_ShardSchedule(benchmark::State& state) {
   const std::uint64_t per_node = state.range(2) != 0 ? 8 : 1;

@@ -101,15 +101,15 @@ class CompactHoles {
     for (std::size_t i = 0; i < clusters_.size(); ++i) cluster_sum_[i + 1] = cluster_sum_[i] + clusters_[i].size;
     consumed_ = range_sum_.back() + cluster_sum_.back();
     last_ = std::max(ranges_.empty() ? 0 : ranges_.back().end, clusters_.empty() ? 0 : clusters_.back().end);
-    // Marks at every range and cluster boundary, with the free positions below each.
+    // Marks at every range and entry boundary, with the free positions below each.
     std::vector<std::uint64_t> at{0};
     for (const PositionRange& r : ranges_) {
       at.push_back(r.begin);
       at.push_back(r.end);
     }
-    for (const Cluster& c : clusters_) {
-      at.push_back(c.begin);
-      at.push_back(c.end);
+    for (const StridedRange& e : entries_) {
+      at.push_back(e.begin);
+      at.push_back(e.end());
     }
     std::sort(at.begin(), at.end());
     at.erase(std::unique(at.begin(), at.end()), at.end());
@@ -146,21 +146,44 @@ class CompactHoles {
     if (it == marks_.end()) return m.g + (x - m.free);
     const std::size_t c = clusters_before(m.g + 1);
     if (c == 0 || clusters_[c - 1].end <= m.g) return m.g + (x - m.free);
-    // Inside a cluster, and in no range (the zone has free positions): the smallest g with
-    // x + 1 free positions up to it, free_below(g) being m.free + (g - m.g) less the
-    // cluster's positions in [m.g, g).
+    // Inside a cluster, in no range (the zone has free positions). Marks sit at every
+    // entry's begin and end, so an entry either spans the zone or misses it, and every
+    // stride of the zone holds the same free positions: skip whole strides, then walk the
+    // spanning entries' elements in position order (their phase order) from there.
     const Cluster& cl = clusters_[c - 1];
-    const std::uint64_t at_mark = cluster_below(cl, m.g);
-    std::uint64_t lo = m.g, hi = it->g - 1;
-    while (lo < hi) {
-      const std::uint64_t mid = lo + (hi - lo) / 2;
-      if (m.free + (mid + 1 - m.g) - (cluster_below(cl, mid + 1) - at_mark) > x) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
+    const std::uint64_t a = m.g, b = it->g, stride = entries_[cl.first].stride;
+    auto spans_zone = [&](const StridedRange& e) { return e.begin <= a && e.end() >= b; };
+    std::uint64_t covered = 0;
+    for (std::size_t i = cl.first; i < cl.last; ++i) {
+      if (spans_zone(entries_[i])) covered += entries_[i].length;
+    }
+    const std::uint64_t per_stride = stride - std::min(stride, covered), want = x - m.free;
+    const std::uint64_t whole = per_stride == 0 ? 0 : std::min(want / per_stride, (b - a) / stride);
+    std::uint64_t g = a + whole * stride, left = want - whole * per_stride;
+    const std::uint64_t phase = g % stride, period = g - phase;
+    // The element holding g, if any, ends where the walk starts.
+    for (std::size_t i = cl.first; i < cl.last; ++i) {
+      const StridedRange& e = entries_[i];
+      if (spans_zone(e) && g >= e.begin && g < e.end() && (g - e.begin) % stride < e.length) {
+        g = e.begin + (g - e.begin) / stride * stride + e.length;
+        break;
       }
     }
-    return lo;
+    const auto order_begin = by_phase_.begin() + static_cast<std::ptrdiff_t>(cl.first);
+    const std::size_t n = cl.last - cl.first;
+    const std::size_t start = static_cast<std::size_t>(
+        std::lower_bound(order_begin, order_begin + static_cast<std::ptrdiff_t>(n), phase,
+                         [&](std::size_t i, std::uint64_t value) { return entries_[i].begin % stride < value; }) -
+        order_begin);
+    for (std::size_t step = 0; step < n; ++step) {
+      const StridedRange& e = entries_[*(order_begin + static_cast<std::ptrdiff_t>((start + step) % n))];
+      const std::uint64_t at = period + e.begin % stride + (start + step >= n ? stride : 0);
+      if (!spans_zone(e) || at < g || at < e.begin || (at - e.begin) / stride >= e.count) continue;
+      if (left < at - g) break;
+      left -= at - g;
+      g = at + e.length;
+    }
+    return g + left;
   }
 
   /// The first position of C at or after g, or UINT64_MAX when none; g must not lie
