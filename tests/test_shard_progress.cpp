@@ -299,9 +299,17 @@ TEST_CASE("at cluster scale a resume of consumers 10^6 samples apart stores O(co
   CHECK(st2.to_bytes().size() < 48 * k + 80 * t.consumers() + 256);
   CHECK(st2.consumed_total() == next_sum);
   check_marks_sampled(t, next, st2, rng);
+  // Resumed again: as spans (at most 64 per range or entry of the state, the automatic
+  // limit) or compact, O(consumers of both segments) either way.
+  const std::uint64_t n2 = st2.ahead.size() + st2.strided.size();
   const distsampler::RemainingSegment again = distsampler::RemainingSegment::after(st2, s.block_size());
-  INFO("stored again " << again.stored_entries());
-  CHECK(again.stored_entries() <= 64 * (k + t.consumers()));
+  const distsampler::RemainingSegment again_compact =
+      distsampler::RemainingSegment::after(st2, s.block_size(), HoleLimit::compact());
+  INFO("stored again " << again.stored_entries() << " compact " << again_compact.stored_entries());
+  CHECK(again.stored_entries() <= 65 * n2 + 1);
+  CHECK(again_compact.stored_entries() <= 64 * (k + t.consumers()));
+  CHECK(again_compact.size() == again.size());
+  CHECK(again_compact.lead() == again.lead());
   s.resume(st2);
   CHECK(s.start() == next_sum);
   for (int j = 0; j < 300; ++j) {

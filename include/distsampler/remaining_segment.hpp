@@ -22,7 +22,7 @@ namespace detail {
 
 /// How a RemainingSegment stores its holes: one span each when the consumed ranges and
 /// strided elements number at most max_pieces, else compactly (detail::CompactHoles).
-/// automatic(): max(4096, 16 * (ranges + strided entries)); the others force a form (tests).
+/// automatic(): max(4096, 64 * (ranges + strided entries)); the others force a form (tests).
 struct HoleLimit {
   std::uint64_t max_pieces = 0;
   bool automatic_limit = true;
@@ -48,19 +48,22 @@ struct HoleLimit {
 /// consumed position): from segment position lead() on, the segment is contiguous in G.
 /// The holes are stored in one of two forms, with identical results:
 ///  - spans, one per run of consecutive free positions, when the consumed ranges and
-///    strided elements number at most max(4096, 16 * (ranges + strided entries));
+///    strided elements number at most max(4096, 64 * (ranges + strided entries));
 ///  - compactly, as the consumed ranges and strided entries themselves (detail::CompactHoles),
 ///    when a state's entries stand for more elements than that (consumers far apart: 512
 ///    consumers up to 10^6 samples apart are 10^7 holes but 10^3 entries).
 ///
 /// Complexity, for r consumed ranges and e strided entries, with n = r + e and c the
 /// entries of the largest cluster of overlapping entries (at most the consumers that
-/// saved the state): construction O(n log n) plus, compact, the pairs of an entry and a
-/// range its span meets; memory O(n + holes) as spans, O(n + those pairs) compact (at
-/// cluster scale about 3 items per entry). epoch_position is O(1) from lead() on and
-/// without holes; before lead() O(log holes) as spans, O(log n + c log(span of the
-/// cluster)) compact. for_each_piece adds O(1) per piece as spans and O(log n + c) per
-/// piece compact. Immutable after construction: const members may run concurrently.
+/// saved the state): memory O(n) in both forms (as spans at most max(4096, 64 n) spans of
+/// 24 bytes; compact O(n + p) items, p the pairs of an entry and a range its span meets
+/// that cut the entry: about 5 items per entry for a state of 512 consumers, and 18 for
+/// the state of a segment resumed from it). Construction O(n log n) as spans plus
+/// O(spans); compact O(n log n + p + n c). epoch_position is O(1) from lead() on and
+/// without holes; before lead() O(log spans) as spans and O(log n + c) compact.
+/// for_each_piece adds O(1) per piece as spans and, compact, O(log n) plus the entries
+/// passed over in phase order (those without an element in the next stride) per piece.
+/// Immutable after construction: const members may run concurrently.
 class RemainingSegment {
  public:
   /// An empty epoch.
@@ -224,7 +227,7 @@ class RemainingSegment {
     std::uint64_t pieces = ranges.size();
     for (const StridedRange& s : strided) pieces = s.count > UINT64_MAX - pieces ? UINT64_MAX : pieces + s.count;
     const std::uint64_t max_pieces =
-        limit.automatic_limit ? std::max<std::uint64_t>(4096, 16 * (ranges.size() + strided.size())) : limit.max_pieces;
+        limit.automatic_limit ? std::max<std::uint64_t>(4096, 64 * (ranges.size() + strided.size())) : limit.max_pieces;
     std::uint64_t before = 0, last = 0;  // consumed positions, all below `last`
     if (pieces > max_pieces) {
       holes_ = detail::CompactHoles(ranges, strided);

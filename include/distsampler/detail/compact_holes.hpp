@@ -20,17 +20,21 @@ namespace detail {
 /// about the free positions (those not in C): how many lie below g, where the x-th is, and
 /// where a run of free or of consumed positions ends.
 ///
-/// At construction the progressions are made disjoint from the ranges (an element that
-/// partly overlaps a range joins it; elements inside ranges are cut out, splitting an entry
-/// into runs; runs of one element become ranges) and grouped into clusters: entries whose
-/// spans (first element's begin to last element's end) overlap. Entries of a state overlap
-/// only within a cluster of one stride, so a cluster is about one consumer group's lead.
+/// At construction an element that partly overlaps a range joins it (its other positions
+/// belong to no other entry, so one pass suffices); elements inside ranges stay in their
+/// entries and are counted once, in the range (positions of elements inside each range are
+/// summed), so an entry is never cut: a later segment's fronts, one range each over many
+/// of an earlier segment's entries, cost nothing per pair. Entries are grouped into
+/// clusters: entries whose spans (first element's begin to last element's end) overlap.
+/// Entries of a state overlap only within a cluster of one stride, at disjoint offsets in
+/// it (SamplerState), which the walks below rely on.
 ///
-/// Complexity, for r ranges, e entries, c the largest cluster's entries: construction
-/// O((r + e) log(r + e) + p) for p the pairs of an entry and a range its span meets (each
-/// pair can split the entry once; stored entries O(r + e + p)); consumed_below and
-/// next_consumed O(log(r + e) + c); select O(log(r + e) + c log(cluster span)); next_free
-/// O((log(r + e) + c) per consumed item touching the run). Immutable after construction.
+/// Complexity, for n = r ranges + e entries and c the largest cluster's entries: memory
+/// O(n) (about 5 items per entry); construction O(n log n + p + n c), p the pairs of an
+/// entry and a range its span meets; select O(log n + c); next_consumed O(log n) plus the
+/// cluster's entries passed over in phase order until one has an element in the next
+/// stride (all c when none has); next_free that per item of C touching the run.
+/// Immutable after construction.
 class CompactHoles {
  public:
   CompactHoles() = default;
@@ -49,32 +53,21 @@ class CompactHoles {
       });
     }
     merge_ranges(joined);
-    // Now every element meeting a range lies inside it: keep the runs of elements between.
-    std::vector<StridedRange> kept;
+    // Now every element meeting a range lies inside it: count those positions per range
+    // (counted once, in the range) and keep the entries whole.
+    std::vector<std::uint64_t> inside(joined.size(), 0);
     for (const StridedRange& s : strided) {
-      std::uint64_t next = 0;  // first element not yet kept or cut
-      auto keep_until = [&](std::uint64_t end) {
-        if (end > next) kept.push_back(StridedRange{s.begin + next * s.stride, s.length, s.stride, end - next});
-      };
-      for_each_overlap(joined, s, [&](std::uint64_t lo, std::uint64_t hi, const PositionRange&) {
-        keep_until(lo);
-        next = std::max(next, hi + 1);
+      for_each_overlap(joined, s, [&](std::uint64_t lo, std::uint64_t hi, const PositionRange& r) {
+        inside[static_cast<std::size_t>(&r - joined.data())] += (hi - lo + 1) * s.length;
       });
-      keep_until(s.count);
     }
-    std::vector<StridedRange> entries;
-    for (const StridedRange& s : kept) {
-      if (s.count == 1) {
-        joined.push_back(s.element(0));
-      } else {
-        entries.push_back(s);
-      }
-    }
-    merge_ranges(joined);
+    std::vector<StridedRange> entries = strided;
     std::sort(entries.begin(), entries.end(),
               [](const StridedRange& a, const StridedRange& b) { return a.begin < b.begin; });
     ranges_ = std::move(joined);
     entries_ = std::move(entries);
+    inside_sum_.assign(ranges_.size() + 1, 0);
+    for (std::size_t i = 0; i < ranges_.size(); ++i) inside_sum_[i + 1] = inside_sum_[i] + inside[i];
     range_sum_.assign(ranges_.size() + 1, 0);
     for (std::size_t i = 0; i < ranges_.size(); ++i) range_sum_[i + 1] = range_sum_[i] + ranges_[i].size();
     for (std::size_t i = 0; i < entries_.size(); ++i) {
@@ -99,7 +92,7 @@ class CompactHoles {
     }
     cluster_sum_.assign(clusters_.size() + 1, 0);
     for (std::size_t i = 0; i < clusters_.size(); ++i) cluster_sum_[i + 1] = cluster_sum_[i] + clusters_[i].size;
-    consumed_ = range_sum_.back() + cluster_sum_.back();
+    consumed_ = range_sum_.back() + cluster_sum_.back() - inside_sum_.back();
     last_ = std::max(ranges_.empty() ? 0 : ranges_.back().end, clusters_.empty() ? 0 : clusters_.back().end);
     // Marks at every range and entry boundary, with the free positions below each.
     std::vector<std::uint64_t> at{0};
@@ -114,7 +107,12 @@ class CompactHoles {
     std::sort(at.begin(), at.end());
     at.erase(std::unique(at.begin(), at.end()), at.end());
     marks_.reserve(at.size());
-    for (const std::uint64_t g : at) marks_.push_back(Mark{g, g - consumed_below(g)});
+    for (const std::uint64_t g : at) {
+      // Inside a range the free count is the one at its begin.
+      const std::size_t r = ranges_before(g);
+      const std::uint64_t from = r != 0 && ranges_[r - 1].end > g ? ranges_[r - 1].begin : g;
+      marks_.push_back(Mark{g, from - consumed_below(from)});
+    }
   }
 
   /// Positions in C.
@@ -126,11 +124,10 @@ class CompactHoles {
     return ranges_.size() + entries_.size() + by_phase_.size() + clusters_.size() + marks_.size();
   }
 
-  /// Positions of C below g.
+  /// Positions of C below g, for g not strictly inside a range.
   [[nodiscard]] std::uint64_t consumed_below(std::uint64_t g) const noexcept {
     const std::size_t r = ranges_before(g);
-    std::uint64_t n = range_sum_[r];
-    if (r != 0 && ranges_[r - 1].end > g) n -= ranges_[r - 1].end - g;
+    std::uint64_t n = range_sum_[r] - inside_sum_[r];
     const std::size_t c = clusters_before(g);
     n += cluster_sum_[c];
     if (c != 0 && clusters_[c - 1].end > g) n -= clusters_[c - 1].size - cluster_below(clusters_[c - 1], g);
@@ -293,9 +290,10 @@ class CompactHoles {
     return j < s.count ? s.begin + j * s.stride : UINT64_MAX;
   }
 
-  std::vector<PositionRange> ranges_;     // sorted, merged, disjoint from every element
-  std::vector<std::uint64_t> range_sum_;  // positions of the first i ranges
-  std::vector<StridedRange> entries_;     // sorted by begin, count >= 2
+  std::vector<PositionRange> ranges_;      // sorted, merged, disjoint from every element
+  std::vector<std::uint64_t> range_sum_;   // positions of the first i ranges
+  std::vector<std::uint64_t> inside_sum_;  // positions of elements inside the first i ranges
+  std::vector<StridedRange> entries_;      // sorted by begin; elements inside ranges or disjoint from them
   std::vector<Cluster> clusters_;
   std::vector<std::size_t> by_phase_;       // each cluster's entries by (begin mod stride, begin)
   std::vector<std::uint64_t> cluster_sum_;  // positions of the first i clusters
