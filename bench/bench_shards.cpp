@@ -223,14 +223,15 @@ void BM_ShardStateAnyStop(benchmark::State& state) {
 BENCHMARK(BM_ShardStateAnyStop)->ArgName("spread")->Arg(1000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
 
 void BM_ShardStateAfterResume(benchmark::State& state) {
-  // The any-stop state resumed on 32 ranks x 4 workers (4 per node), whose 128 consumers
-  // stop again up to 1000 samples apart, some still inside their fronts.
+  // The any-stop state (consumers up to range(0) apart) resumed on 32 ranks x 4 workers (4
+  // per node), whose 128 consumers stop again up to 1000 samples apart, some still inside
+  // their fronts.
   distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
                                        distsampler::ShardSamplerOptions().with_num_workers(8));
   s.set_epoch(1);
   distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
                                        distsampler::ShardSamplerOptions().with_num_workers(4));
-  t.resume(s.state(any_stop(s)));
+  t.resume(s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0)))));
   std::vector<std::uint64_t> done;
   std::uint64_t x = 777;
   for (std::uint64_t c = 0; c < t.consumers(); ++c) {
@@ -241,7 +242,7 @@ void BM_ShardStateAfterResume(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(t.state(progress));
   count_state(state, t.state(progress));
 }
-BENCHMARK(BM_ShardStateAfterResume)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ShardStateAfterResume)->ArgName("spread")->Arg(1000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
 
 void BM_ShardResumeAnyStop(benchmark::State& state) {
   // Resume that state on another world (32 ranks x 4 workers, 4 per node); range(0): how
