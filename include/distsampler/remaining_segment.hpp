@@ -56,10 +56,10 @@ struct HoleLimit {
 /// Complexity, for r consumed ranges and e strided entries, with n = r + e and c the
 /// entries of the largest cluster of overlapping entries (at most the consumers that
 /// saved the state): memory O(n) in both forms (as spans at most max(4096, 64 n) spans of
-/// 24 bytes; compact O(n + p) items, p the pairs of an entry and a range its span meets
-/// that cut the entry: about 5 items per entry for a state of 512 consumers, and 18 for
-/// the state of a segment resumed from it). Construction O(n log n) as spans plus
-/// O(spans); compact O(n log n + p + n c). epoch_position is O(1) from lead() on and
+/// 24 bytes; compact about 5 items of 8 to 40 bytes per range or entry, 4308 for a state
+/// of 512 consumers up to 10^6 samples apart). Construction O(n log n) plus O(spans) as
+/// spans; compact O(n log n + p + n c), p the pairs of an entry and a range its span
+/// meets. epoch_position is O(1) from lead() on and
 /// without holes; before lead() O(log spans) as spans and O(log n + c) compact.
 /// for_each_piece adds O(1) per piece as spans and, compact, O(log n) plus the entries
 /// passed over in phase order (those without an element in the next stride) per piece.
