@@ -174,6 +174,8 @@ class CompactHoles {
         order_begin);
     for (std::size_t step = 0; step < n; ++step) {
       const StridedRange& e = entries_[*(order_begin + static_cast<std::ptrdiff_t>((start + step) % n))];
+      // Past the last position (totals near 2^64): no element there.
+      if (start + step >= n && period + e.begin % stride > UINT64_MAX - stride) continue;
       const std::uint64_t at = period + e.begin % stride + (start + step >= n ? stride : 0);
       if (!spans_zone(e) || at < g || at < e.begin || (at - e.begin) / stride >= e.count) continue;
       if (left < at - g) break;
@@ -251,6 +253,7 @@ class CompactHoles {
     for (std::size_t step = 0; step < n; ++step) {
       const bool wrapped = start + step >= n;
       const StridedRange& s = entries_[*(order_begin + static_cast<std::ptrdiff_t>((start + step) % n))];
+      if (wrapped && period + s.begin % stride > UINT64_MAX - stride) continue;  // past the last position
       const std::uint64_t at = period + s.begin % stride + (wrapped ? stride : 0);
       if (at >= s.begin && (at - s.begin) / stride < s.count) {
         if (at < best.begin) best = PositionRange{at, at + s.length};
