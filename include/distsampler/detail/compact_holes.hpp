@@ -40,8 +40,9 @@ class CompactHoles {
   CompactHoles() = default;
 
   /// The union of `ranges` (sorted and merged, as merge_ranges leaves them) and the elements
-  /// of `strided` (entries with count >= 1 and stride > length that share no position;
-  /// they may overlap the ranges). No checks: the caller validated the set.
+  /// of `strided` (entries as a canonical SamplerState holds them: count >= 1, stride >
+  /// length, no shared position, entries whose spans overlap of one stride; they may
+  /// overlap the ranges). No checks: the caller validated the set.
   CompactHoles(std::vector<PositionRange> ranges, const std::vector<StridedRange>& strided) {
     // Elements partly inside a range join it (their other positions belong to no other
     // entry, so one pass suffices).
