@@ -1,5 +1,7 @@
 # Builds the distsampler extension from the C++ headers in include/ (one translation unit).
 # SPDX-License-Identifier: MIT
+from glob import glob
+
 from pybind11.setup_helpers import Pybind11Extension
 from setuptools import setup
 
@@ -9,6 +11,9 @@ setup(
             "distsampler._core",
             ["python/_core.cpp"],
             include_dirs=["include"],
+            # The headers are the library: a build directory kept from an earlier build (pip builds
+            # in the source tree) is recompiled when any of them is newer than the extension.
+            depends=sorted(glob("include/distsampler/**/*.hpp", recursive=True)),
             cxx_std=17,
             extra_compile_args=["-O2"],
         )
