@@ -45,6 +45,34 @@ distsampler::StreamingShardSampler stream_sampler(const benchmark::State& state)
   return s;
 }
 
+// fill(worker, i, 1024, out) again and again over slots [0, end), starting over at end.
+void time_fill(benchmark::State& state, const distsampler::StreamingShardSampler& s, std::uint64_t worker,
+               std::uint64_t end) {
+  std::vector<distsampler::ShardSample> out(1024);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    s.fill(worker, i, out.size(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    i += out.size();
+    if (i + out.size() > end) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+}
+
+// The cluster of the state rows: 64 ranks x 8 workers, 8 ranks per node, epoch 1.
+distsampler::StreamingShardSampler cluster_job() {
+  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
+                                       distsampler::ShardSamplerOptions().with_num_workers(8));
+  s.set_epoch(1);
+  return s;
+}
+
+// The job that resumes the cluster's states: 32 ranks x 4 workers, 4 ranks per node.
+distsampler::StreamingShardSampler resuming_job() {
+  return distsampler::StreamingShardSampler(big_layout(), distsampler::World(1, 32, 1, 4),
+                                            distsampler::ShardSamplerOptions().with_num_workers(4));
+}
+
 void BM_ShardStreamPerSample(benchmark::State& state) {
   const auto s = stream_sampler(state);
   std::uint64_t i = 0;
@@ -64,15 +92,7 @@ BENCHMARK(BM_ShardStreamPerSample)
 void BM_ShardFillPerSample(benchmark::State& state) {
   // The batched path a loader takes: a batch of 1024 samples at a time.
   const auto s = stream_sampler(state);
-  std::vector<distsampler::ShardSample> out(1024);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    s.fill(5, i, out.size(), out.data());
-    benchmark::DoNotOptimize(out.data());
-    i += out.size();
-    if (i + out.size() > s.worker_size(5)) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+  time_fill(state, s, 5, s.worker_size(5));
 }
 BENCHMARK(BM_ShardFillPerSample)
     ->ArgNames({"window", "resumed"})
@@ -90,15 +110,7 @@ void BM_ShardFillRunsOf8(benchmark::State& state) {
                                            .with_run_length(8)
                                            .with_num_workers(8));
   s.set_epoch(1);
-  std::vector<distsampler::ShardSample> out(1024);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    s.fill(5, i, out.size(), out.data());
-    benchmark::DoNotOptimize(out.data());
-    i += out.size();
-    if (i + out.size() > s.worker_size(5)) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+  time_fill(state, s, 5, s.worker_size(5));
 }
 BENCHMARK(BM_ShardFillRunsOf8);
 
@@ -107,15 +119,7 @@ void BM_ShardFillSmallJob(benchmark::State& state) {
   distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 8),
                                        distsampler::ShardSamplerOptions().with_num_workers(2));
   s.set_epoch(1);
-  std::vector<distsampler::ShardSample> out(1024);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    s.fill(1, i, out.size(), out.data());
-    benchmark::DoNotOptimize(out.data());
-    i += out.size();
-    if (i + out.size() > s.worker_size(1)) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+  time_fill(state, s, 1, s.worker_size(1));
 }
 BENCHMARK(BM_ShardFillSmallJob);
 
@@ -172,9 +176,7 @@ BENCHMARK(BM_ShardPrefetchWindow)->ArgNames({"window", "resumed"})->Args({16, 0}
 
 void BM_ShardNodePrefetchWindow(benchmark::State& state) {
   // node_prefetch_plan: the 64 consumers of one node (8 ranks x 8 workers), 1024 slots each.
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
-                                       distsampler::ShardSamplerOptions().with_num_workers(8));
-  s.set_epoch(1);
+  const auto s = cluster_job();
   std::uint64_t i = 0, ranges = 0, windows = 0;
   for (auto _ : state) {
     const auto plan = s.node_prefetch_plan(i, 1024);
@@ -186,11 +188,6 @@ void BM_ShardNodePrefetchWindow(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 64 * 1024);
 }
 BENCHMARK(BM_ShardNodePrefetchWindow)->Unit(benchmark::kMillisecond);
-
-// range(0): 0 = one consumer's shard_schedule, 1 = the node's 64 consumers (node_shard_schedule);
-// range(1): 1 = resumed from a state of 512 consumers stopped up to 1000 samples apart;
-// range(2): 1 = 8 ranks per node (8 node groups), 0 = locality unknown.
-void BM_ShardSchedule(benchmark::State& state);
 
 // 512 consumers (64 ranks x 8 workers, 8 per node) each stopped at its own count, up to
 // `spread` apart.
@@ -213,9 +210,7 @@ void count_state(benchmark::State& state, const distsampler::SamplerState& st) {
 
 void BM_ShardStateAnyStop(benchmark::State& state) {
   // range(0): how far apart the consumers stop at most (samples).
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
-                                       distsampler::ShardSamplerOptions().with_num_workers(8));
-  s.set_epoch(1);
+  const auto s = cluster_job();
   const auto progress = any_stop(s, static_cast<std::uint64_t>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(s.state(progress));
   count_state(state, s.state(progress));
@@ -226,11 +221,8 @@ void BM_ShardStateAfterResume(benchmark::State& state) {
   // The any-stop state (consumers up to range(0) apart) resumed on 32 ranks x 4 workers (4
   // per node), whose 128 consumers stop again up to 1000 samples apart, some still inside
   // their fronts.
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
-                                       distsampler::ShardSamplerOptions().with_num_workers(8));
-  s.set_epoch(1);
-  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
-                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  const auto s = cluster_job();
+  auto t = resuming_job();
   t.resume(s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0)))));
   std::vector<std::uint64_t> done;
   std::uint64_t x = 777;
@@ -247,12 +239,9 @@ BENCHMARK(BM_ShardStateAfterResume)->ArgName("spread")->Arg(1000)->Arg(1000000)-
 void BM_ShardResumeAnyStop(benchmark::State& state) {
   // Resume that state on another world (32 ranks x 4 workers, 4 per node); range(0): how
   // far apart the consumers stopped at most; range(1): 1 = the holes forced into spans.
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
-                                       distsampler::ShardSamplerOptions().with_num_workers(8));
-  s.set_epoch(1);
+  const auto s = cluster_job();
   const auto st = s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0))));
-  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
-                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  auto t = resuming_job();
   const auto limit =
       state.range(1) != 0 ? distsampler::detail::HoleLimit::spans() : distsampler::detail::HoleLimit::automatic();
   for (auto _ : state) {
@@ -274,23 +263,12 @@ BENCHMARK(BM_ShardResumeAnyStop)
 void BM_ShardFillFront(benchmark::State& state) {
   // fill of 1024 slots at a time through consumer 0's front (the holes) after resuming the
   // state of consumers up to range(0) apart; range(1): 1 = the holes forced into spans.
-  distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3, 8),
-                                       distsampler::ShardSamplerOptions().with_num_workers(8));
-  s.set_epoch(1);
-  distsampler::StreamingShardSampler t(big_layout(), distsampler::World(1, 32, 1, 4),
-                                       distsampler::ShardSamplerOptions().with_num_workers(4));
+  const auto s = cluster_job();
+  auto t = resuming_job();
   t.resume(s.state(any_stop(s, static_cast<std::uint64_t>(state.range(0)))),
            state.range(1) != 0 ? distsampler::detail::HoleLimit::spans() : distsampler::detail::HoleLimit::automatic());
   const std::uint64_t front = distsampler::RemainingSegment::after(t.state(0), t.block_size()).lead() / t.consumers();
-  std::vector<distsampler::ShardSample> out(1024);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    t.fill(0, i, out.size(), out.data());
-    benchmark::DoNotOptimize(out.data());
-    i += out.size();
-    if (i + out.size() > front) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(out.size()));
+  time_fill(state, t, 0, front);
   state.counters["front"] = static_cast<double>(front);
 }
 BENCHMARK(BM_ShardFillFront)
@@ -300,6 +278,9 @@ BENCHMARK(BM_ShardFillFront)
     ->Args({1000000, 0})
     ->Args({1000000, 1});
 
+// range(0): 0 = one consumer's shard_schedule, 1 = the node's 64 consumers (node_shard_schedule);
+// range(1): 1 = resumed from a state of 512 consumers stopped up to 1000 samples apart;
+// range(2): 1 = 8 ranks per node (8 node groups), 0 = locality unknown.
 void BM_ShardSchedule(benchmark::State& state) {
   const std::uint64_t per_node = state.range(2) != 0 ? 8 : 1;
   distsampler::StreamingShardSampler s(big_layout(), distsampler::World(3, 64, 3 % per_node, per_node),

@@ -15,6 +15,8 @@
 #include <distsampler/detail/mix.hpp>
 #include <distsampler/feistel.hpp>
 
+#include "sanitized.hpp"
+
 namespace {
 
 using distsampler::FeistelPermutation;
@@ -22,13 +24,6 @@ using distsampler::FeistelPermutation;
 // Unoptimised and sanitizer builds (the asan preset is a Debug build) sweep fewer sizes
 // so that they finish in seconds; optimised builds run the full sweeps (about 2.4e9
 // evaluations), and so does any build with DISTSAMPLER_TEST_THOROUGH defined.
-#if defined(__SANITIZE_ADDRESS__)
-#define DISTSAMPLER_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DISTSAMPLER_TEST_SANITIZED 1
-#endif
-#endif
 #if defined(DISTSAMPLER_TEST_THOROUGH) || (defined(__OPTIMIZE__) && !defined(DISTSAMPLER_TEST_SANITIZED))
 constexpr bool thorough = true;
 #else

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "sanitized.hpp"
+
 #ifndef DISTSAMPLER_GOLDEN_DIR
 #error "DISTSAMPLER_GOLDEN_DIR must name the tests/golden directory (a string literal, set by CMake)"
 #endif
@@ -38,14 +40,8 @@ namespace {
 // and the golden file has 4032 such rows: sanitized builds check every row up to N = 4096
 // and every 8th larger row (every code path, a sixth of the time); the unsanitized build
 // checks them all.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(DISTSAMPLER_TEST_SANITIZED)
 constexpr bool check_every_large_row = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool check_every_large_row = false;
-#else
-constexpr bool check_every_large_row = true;
-#endif
 #else
 constexpr bool check_every_large_row = true;
 #endif

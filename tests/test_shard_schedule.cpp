@@ -23,6 +23,16 @@ using shard_test::Tail;
 using shard_test::TestRng;
 using shard_test::World;
 
+// A schedule's entries (one per shard) in the documented order: by first slot, then shard.
+std::vector<ScheduledShard> in_first_read_order(const std::map<std::uint64_t, ScheduledShard>& by_shard) {
+  std::vector<ScheduledShard> out;
+  for (const auto& e : by_shard) out.push_back(e.second);
+  std::sort(out.begin(), out.end(), [](const ScheduledShard& a, const ScheduledShard& b) {
+    return a.first_slot != b.first_slot ? a.first_slot < b.first_slot : a.shard < b.shard;
+  });
+  return out;
+}
+
 // The schedule of the given workers of the given ranks, by visiting every slot of their
 // streams with sample(): the definition the fast schedule must match.
 std::vector<ScheduledShard> schedule_by_walk(const std::vector<StreamingShardSampler>& ranks,
@@ -44,12 +54,7 @@ std::vector<ScheduledShard> schedule_by_walk(const std::vector<StreamingShardSam
       }
     }
   }
-  std::vector<ScheduledShard> out;
-  for (const auto& e : by_shard) out.push_back(e.second);
-  std::sort(out.begin(), out.end(), [](const ScheduledShard& a, const ScheduledShard& b) {
-    return a.first_slot != b.first_slot ? a.first_slot < b.first_slot : a.shard < b.shard;
-  });
-  return out;
+  return in_first_read_order(by_shard);
 }
 
 // One worker's schedule by walking its stream.
@@ -61,12 +66,7 @@ std::vector<ScheduledShard> worker_schedule_by_walk(const StreamingShardSampler&
     it->second.last_slot = i;
     ++it->second.samples;
   }
-  std::vector<ScheduledShard> out;
-  for (const auto& e : by_shard) out.push_back(e.second);
-  std::sort(out.begin(), out.end(), [](const ScheduledShard& a, const ScheduledShard& b) {
-    return a.first_slot != b.first_slot ? a.first_slot < b.first_slot : a.shard < b.shard;
-  });
-  return out;
+  return in_first_read_order(by_shard);
 }
 
 // Options with lanes, open shards, runs and windows drawn small enough to walk, including

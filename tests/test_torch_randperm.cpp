@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "sanitized.hpp"
+
 using distsampler::TorchGeneration;
 using distsampler::TorchRandperm;
 namespace detail = distsampler::detail;
@@ -176,7 +178,7 @@ TEST_CASE("TorchRandperm throws config_error naming n for every size it cannot h
                           " needs 8 bytes per index, more than this address space holds (at most " + most +
                           " indices; use FeistelPermutation, which needs O(1) memory)");
   }
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(DISTSAMPLER_TEST_SANITIZED)
   // Fits the vector's limits but not the address space: the allocation itself fails.
   // (AddressSanitizer aborts on such a request instead of throwing, so this runs without it.)
   const std::uint64_t huge = std::uint64_t{1} << 58;
