@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include <distsampler/remaining_segment.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/remaining_segment.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 namespace {
 

@@ -13,7 +13,7 @@
 // the weights each method mixes by (Grain: its integer proportions, so its truncation's drift is left out).
 //
 // Usage: mixture_compare [N] [block]   (defaults 100000000 and 1024)
-#include <distsampler/mixture_schedule.hpp>
+#include <distsampler/mixture/schedule.hpp>
 
 #include <chrono>
 #include <cmath>

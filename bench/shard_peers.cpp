@@ -28,7 +28,7 @@
 
 #include <distsampler/detail/bounded.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 namespace {
 

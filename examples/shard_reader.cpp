@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include <distsampler/loader_round_robin.hpp>
+#include <distsampler/shards/loader_round_robin.hpp>
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include <distsampler/detail/bounded.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 #include <distsampler/verify.hpp>
 
 namespace shard_test {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <distsampler/block_deal.hpp>
+#include <distsampler/shards/block_deal.hpp>
 
 #include "shard_test_util.hpp"
 

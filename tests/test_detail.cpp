@@ -10,9 +10,9 @@
 #include <distsampler/detail/bounded.hpp>
 #include <distsampler/detail/decimal.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/detail/position_ranges.hpp>
+#include <distsampler/shards/detail/position_ranges.hpp>
 #include <distsampler/detail/small_permutation.hpp>
-#include <distsampler/detail/state_format.hpp>
+#include <distsampler/state/format.hpp>
 #include <distsampler/error.hpp>
 
 namespace detail = distsampler::detail;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <distsampler/loader_round_robin.hpp>
+#include <distsampler/shards/loader_round_robin.hpp>
 
 #include "shard_test_util.hpp"
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/mixture.hpp>
+#include <distsampler/mixture/mixture_sampler.hpp>
 
 using distsampler::config_error;
 using distsampler::MixtureEnd;

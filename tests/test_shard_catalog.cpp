@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <distsampler/shard_catalog.hpp>
-#include <distsampler/shard_epoch_order.hpp>
+#include <distsampler/shards/catalog.hpp>
+#include <distsampler/shards/epoch_order.hpp>
 
 using distsampler::ShardCatalog;
 using distsampler::ShardSample;

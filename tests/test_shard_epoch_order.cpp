@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <distsampler/detail/small_permutation.hpp>
-#include <distsampler/shard_epoch_order.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/epoch_order.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"
 

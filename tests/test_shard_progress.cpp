@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <distsampler/shard_progress.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/progress.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <vector>
 
-#include <distsampler/shard_schedule.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/schedule.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/shard_stream.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/stream.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/shard_walk.hpp>
+#include <distsampler/shards/walk.hpp>
 
 #include "shard_test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <distsampler/loader_round_robin.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/loader_round_robin.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 #include <distsampler/verify.hpp>
 
 #include "shard_test_util.hpp"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <distsampler/distributed_sampler.hpp>
-#include <distsampler/streaming_shard_sampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
 #include <distsampler/verify.hpp>
 
 #include <cstdint>

@@ -17,8 +17,8 @@
 #include "error.hpp"
 #include "options.hpp"
 #include "state.hpp"
-#include "streaming_shard_sampler.hpp"
-#include "token_batches.hpp"
+#include "shards/streaming_shard_sampler.hpp"
+#include "tokens/token_batch_sampler.hpp"
 #include "version.hpp"
 #include "world.hpp"
 

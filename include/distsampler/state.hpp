@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "detail/mix.hpp"
-#include "detail/state_format.hpp"
+#include "state/format.hpp"
 #include "error.hpp"
 #include "partition.hpp"
 #include "version.hpp"
@@ -335,7 +335,7 @@ inline void SamplerState::set_key(const StateKey& key) {
 
 DISTSAMPLER_NAMESPACE_END
 
-#include "detail/state_check.hpp"  // canonical form checks and validation
-#include "detail/state_io.hpp"     // the text and byte forms
+#include "state/check.hpp"  // canonical form checks and validation
+#include "state/io.hpp"     // the text and byte forms
 
 #endif  // DISTSAMPLER_STATE_HPP

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "distsampler.hpp"
-#include "torch_pass.hpp"
+#include "torch/pass.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -17,7 +17,7 @@
 
 #include "detail/bounded.hpp"
 #include "detail/mix.hpp"
-#include "detail/state_format.hpp"
+#include "state/format.hpp"
 #include "error.hpp"
 #include "options.hpp"
 #include "partition.hpp"

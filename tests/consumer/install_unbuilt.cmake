@@ -21,7 +21,7 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -G ${GENERATOR} -DCMAKE_CXX
     -DDISTSAMPLER_BUILD_TESTS=OFF -DDISTSAMPLER_BUILD_EXAMPLES=ON)
 run(${CMAKE_COMMAND} --install ${WORK_DIR} --prefix ${PREFIX})
 
-file(GLOB_RECURSE built LIST_DIRECTORIES false ${WORK_DIR}/*.o ${WORK_DIR}/examples/distsampler)
+file(GLOB_RECURSE built LIST_DIRECTORIES false ${WORK_DIR}/*.o ${WORK_DIR}/cli/distsampler)
 if(built)
   message(FATAL_ERROR "the install built something: ${built}")
 endif()

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../../examples/cli/cli.hpp"
+#include "../../cli/cli.hpp"
 
 namespace {
 

@@ -1,0 +1,11 @@
+// distsampler forwarding header: the 0.1 path <distsampler/token_plan.hpp>, now <distsampler/tokens/plan.hpp>.
+// SPDX-License-Identifier: MIT
+// Kept for the 0.2 releases only and removed in 0.3: include <distsampler/tokens/plan.hpp> instead.
+// Define DISTSAMPLER_WARN_OLD_INCLUDES to be warned at every use of an old path.
+#ifndef DISTSAMPLER_COMPAT_TOKEN_PLAN_HPP
+#define DISTSAMPLER_COMPAT_TOKEN_PLAN_HPP
+#if defined(DISTSAMPLER_WARN_OLD_INCLUDES)
+#warning "<distsampler/token_plan.hpp> is deprecated: include <distsampler/tokens/plan.hpp> (removed in distsampler 0.3)"
+#endif
+#include <distsampler/tokens/plan.hpp>
+#endif  // DISTSAMPLER_COMPAT_TOKEN_PLAN_HPP

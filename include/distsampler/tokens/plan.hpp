@@ -1,0 +1,478 @@
+// distsampler token budgets: the cost model, the token sampler's options and the pure planner of one window.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_TOKEN_PLAN_HPP
+#define DISTSAMPLER_TOKEN_PLAN_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../detail/mix.hpp"
+#include "../error.hpp"
+#include "../feistel.hpp"
+#include "../options.hpp"
+#include "../version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// How a micro-batch's cost is measured against the token budget.
+///  - padded: count x longest length (the tokens of the padded tensor);
+///  - linear: the sum of the lengths (packed sequences);
+///  - quadratic: the sum over samples of d + floor(d*d / q) (attention's quadratic term).
+enum class TokenCost : std::uint8_t { padded = 0, linear = 1, quadratic = 2 };
+
+/// What happens to a sample whose cost alone exceeds the budget.
+///  - error: the constructor throws config_error naming the first such sample;
+///  - own_batch: the sample forms a micro-batch of its own (flagged `oversize`, the one
+///    kind of micro-batch allowed over the budget);
+///  - skip: the sample is not read this epoch and is counted (TokenEpochStats::skipped_samples).
+enum class Oversize : std::uint8_t { error = 0, own_batch = 1, skip = 2 };
+
+[[nodiscard]] constexpr std::string_view to_string(TokenCost cost) noexcept {
+  switch (cost) {
+    case TokenCost::padded:
+      return "padded";
+    case TokenCost::linear:
+      return "linear";
+    case TokenCost::quadratic:
+      return "quadratic";
+  }
+  return "invalid";
+}
+
+[[nodiscard]] constexpr std::string_view to_string(Oversize oversize) noexcept {
+  switch (oversize) {
+    case Oversize::error:
+      return "error";
+    case Oversize::own_batch:
+      return "own_batch";
+    case Oversize::skip:
+      return "skip";
+  }
+  return "invalid";
+}
+
+/// TokenBatchSampler's options, the same on every rank, set by name:
+///
+///     TokenBatchOptions().with_max_tokens(16384).with_accumulation_steps(2).with_seed(7)
+///
+/// `max_tokens` (the budget per micro-batch) is required: 0 throws config_error. The
+/// epoch's order is cut into windows of `window` samples; each window is sorted by length
+/// and cut greedily into micro-batches whose cost (see TokenCost) stays within the budget,
+/// with at most `max_samples` samples (0: no limit) and, when `batch_multiple` b > 1, a
+/// sample count that is a multiple of b whenever the micro-batch holds at least b samples
+/// (the last one of a window and balancing splits excepted). `longest_first` puts the
+/// micro-batch holding the epoch's longest sample into the first step. `tail` stays
+/// Tail::uneven, the only tail this sampler has: every sample is read once, and ranks
+/// short of a micro-batch get an empty one.
+struct TokenBatchOptions : OrderOptions<TokenBatchOptions> {
+  std::uint64_t max_tokens = 0;                   ///< budget per micro-batch under `cost` (required)
+  TokenCost cost = TokenCost::padded;             ///< cost model of the budget
+  std::uint64_t quadratic_q = 1024;               ///< q of TokenCost::quadratic (d + d*d/q); at least 1
+  std::uint64_t max_samples = 0;                  ///< samples per micro-batch at most; 0: no limit
+  std::uint64_t batch_multiple = 1;               ///< sample counts a multiple of this when possible
+  std::uint64_t window = std::uint64_t{1} << 20;  ///< samples sorted together (memory O(window))
+  std::uint64_t accumulation_steps = 1;           ///< K, micro-batches per rank per optimizer step
+  bool longest_first = false;                     ///< the epoch's longest sample in step 0
+  Oversize oversize = Oversize::error;            ///< samples over the budget on their own
+
+  constexpr TokenBatchOptions() noexcept : OrderOptions(Tail::uneven) {}  // user-provided: not an aggregate
+  constexpr TokenBatchOptions& with_max_tokens(std::uint64_t value) noexcept {
+    max_tokens = value;
+    return *this;
+  }
+  /// The cost model; `q` is used by TokenCost::quadratic only.
+  constexpr TokenBatchOptions& with_cost(TokenCost value, std::uint64_t q = 1024) noexcept {
+    cost = value;
+    quadratic_q = q;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_max_samples(std::uint64_t value) noexcept {
+    max_samples = value;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_batch_multiple(std::uint64_t value) noexcept {
+    batch_multiple = value;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_window(std::uint64_t value) noexcept {
+    window = value;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_accumulation_steps(std::uint64_t value) noexcept {
+    accumulation_steps = value;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_longest_first(bool value) noexcept {
+    longest_first = value;
+    return *this;
+  }
+  constexpr TokenBatchOptions& with_oversize(Oversize value) noexcept {
+    oversize = value;
+    return *this;
+  }
+
+  /// The cost of one sample of `length` tokens alone (saturating at 2^64 - 1).
+  [[nodiscard]] constexpr std::uint64_t sample_cost(std::uint64_t length) const noexcept {
+    if (cost != TokenCost::quadratic) return length;
+    const std::uint64_t square = length * length / quadratic_q;  // length < 2^32: no overflow
+    return length + square < length ? UINT64_MAX : length + square;
+  }
+
+  /// Throws config_error, prefixed by `who`, naming the first option out of its range.
+  void validate(std::string_view who) const {
+    const std::string w(who);
+    if (max_tokens == 0) {
+      detail::throw_config_error(w + ": max_tokens is 0 (expected a token budget of at least 1; call with_max_tokens)");
+    }
+    if (cost != TokenCost::padded && cost != TokenCost::linear && cost != TokenCost::quadratic) {
+      detail::throw_config_error(w + ": cost " + std::to_string(static_cast<int>(cost)) +
+                                 " is not a TokenCost (expected padded, linear or quadratic)");
+    }
+    if (cost == TokenCost::quadratic && quadratic_q == 0) {
+      detail::throw_config_error(w + ": quadratic_q is 0 (expected at least 1 for the cost d + d*d/q)");
+    }
+    if (batch_multiple == 0) detail::throw_config_error(w + ": batch_multiple is 0 (expected at least 1)");
+    if (window == 0 || window > UINT32_MAX) {
+      detail::throw_config_error(w + ": window " + std::to_string(window) +
+                                 " is out of range (expected 1..4294967295)");
+    }
+    if (accumulation_steps == 0) detail::throw_config_error(w + ": accumulation_steps is 0 (expected at least 1)");
+    if (oversize != Oversize::error && oversize != Oversize::own_batch && oversize != Oversize::skip) {
+      detail::throw_config_error(w + ": oversize " + std::to_string(static_cast<int>(oversize)) +
+                                 " is not an Oversize (expected error, own_batch or skip)");
+    }
+    if (tail != Tail::uneven) {
+      detail::throw_config_error(w + ": tail " + std::string(to_string(tail)) +
+                                 " is not supported (expected uneven: every sample once, empty micro-batches flagged)");
+    }
+  }
+
+  friend constexpr bool operator==(const TokenBatchOptions& a, const TokenBatchOptions& b) noexcept {
+    return a.same_order_options(b) && a.max_tokens == b.max_tokens && a.cost == b.cost &&
+           a.quadratic_q == b.quadratic_q && a.max_samples == b.max_samples && a.batch_multiple == b.batch_multiple &&
+           a.window == b.window && a.accumulation_steps == b.accumulation_steps && a.longest_first == b.longest_first &&
+           a.oversize == b.oversize;
+  }
+  friend constexpr bool operator!=(const TokenBatchOptions& a, const TokenBatchOptions& b) noexcept {
+    return !(a == b);
+  }
+};
+
+/// One micro-batch of a window plan: samples [begin, end) of WindowPlan::samples.
+struct PlannedMicroBatch {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t tokens = 0;  ///< sum of the lengths
+  std::uint64_t padded = 0;  ///< count x longest
+  std::uint64_t cost = 0;    ///< under the options' cost model
+  bool oversize = false;     ///< a lone sample over the budget (Oversize::own_batch)
+
+  [[nodiscard]] constexpr std::uint64_t size() const noexcept { return end - begin; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return begin == end; }
+};
+
+/// The micro-batches of one window, in the order its steps read them, and their deal.
+///
+/// `samples` holds window offsets (0..window size) in plan order: the micro-batches'
+/// samples, each micro-batch contiguous, then the skipped samples. `batches.size()` is a
+/// multiple of the group G = world_size x accumulation_steps; step t of the window reads
+/// batches [t*G, (t+1)*G), round k of it the W batches from t*G + k*W, and `deal[t*G + k*W +
+/// r]` is the batch rank r reads in round k. The sample sequence (without its cuts) does
+/// not depend on G, so a prefix of it is a state every world size can continue.
+struct WindowPlan {
+  std::vector<std::uint32_t> samples;
+  std::vector<PlannedMicroBatch> batches;
+  std::vector<std::uint32_t> deal;
+  std::uint64_t planned = 0;  ///< samples in micro-batches (the rest of `samples` is skipped)
+  std::uint64_t skipped = 0;  ///< samples over the budget under Oversize::skip
+  std::uint64_t empties = 0;  ///< empty micro-batches added so every rank has one per round
+  std::uint64_t splits = 0;   ///< micro-batches added by splitting
+  std::uint64_t merges = 0;   ///< micro-batches removed by merging
+
+  [[nodiscard]] std::uint64_t steps(std::uint64_t group) const noexcept { return batches.size() / group; }
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) noexcept {
+  return a + b < a ? UINT64_MAX : a + b;
+}
+
+// Cost of adding a sample of length `len` to a micro-batch of `count` samples whose cost
+// summed `sum` (linear, quadratic) and whose longest is at most `len` (padded, sorted input).
+[[nodiscard]] constexpr std::uint64_t cost_with(const TokenBatchOptions& o, std::uint64_t count, std::uint64_t sum,
+                                                std::uint64_t len) noexcept {
+  return o.cost == TokenCost::padded ? (count + 1) * len : add_saturating(sum, o.sample_cost(len));
+}
+
+// Fills tokens, padded and cost of b from its samples.
+inline void measure(PlannedMicroBatch& b, const TokenBatchOptions& o, const std::vector<std::uint32_t>& samples,
+                    const std::uint32_t* lengths) noexcept {
+  std::uint64_t tokens = 0, longest = 0, sum = 0;
+  for (std::uint64_t i = b.begin; i < b.end; ++i) {
+    const std::uint64_t len = lengths[samples[i]];
+    tokens += len;
+    longest = std::max(longest, len);
+    sum = add_saturating(sum, o.sample_cost(len));
+  }
+  b.tokens = tokens;
+  b.padded = longest * b.size();
+  b.cost = o.cost == TokenCost::padded ? b.padded : sum;
+}
+
+// The greedy cut leaves the window's last micro-batch (its longest samples) with whatever
+// remained: moves the longest samples of the one before into it while it stays within the
+// budget and holds fewer tokens, so a step does not pair a full micro-batch with a sliver.
+inline void even_tail(const std::vector<std::uint64_t>& sorted, const TokenBatchOptions& o,
+                      std::vector<std::pair<std::uint64_t, bool>>& ends) noexcept {
+  std::size_t last = ends.size();
+  while (last > 0 && ends[last - 1].second) --last;  // lone oversize samples sort after every other
+  if (last < 2 || ends[last - 2].second) return;
+  const std::uint64_t begin = last >= 3 ? ends[last - 3].first : 0, end = ends[last - 1].first;
+  std::uint64_t cut = ends[last - 2].first, before = 0, after = 0, after_cost = 0;
+  for (std::uint64_t i = begin; i < cut; ++i) before += sorted[i] >> 32;
+  for (std::uint64_t i = cut; i < end; ++i) {
+    after += sorted[i] >> 32;
+    after_cost = add_saturating(after_cost, o.sample_cost(sorted[i] >> 32));
+  }
+  const std::uint64_t longest = sorted[end - 1] >> 32;
+  while (cut - begin > 1) {
+    const std::uint64_t d = sorted[cut - 1] >> 32, count = end - cut + 1;
+    const std::uint64_t cost =
+        o.cost == TokenCost::padded ? count * longest : add_saturating(after_cost, o.sample_cost(d));
+    if (cost > o.max_tokens || (o.max_samples != 0 && count > o.max_samples) || after + d > before - d) break;
+    after += d;
+    before -= d;
+    after_cost = add_saturating(after_cost, o.sample_cost(d));
+    --cut;
+  }
+  ends[last - 2].first = cut;
+}
+
+// The natural cut of sorted keys (length << 32 | offset) into micro-batches under the
+// budget; appends [begin, end) ranges of `sorted` and oversize flags. Skipped samples are
+// appended to `skipped`.
+inline void cut_sorted(const std::vector<std::uint64_t>& sorted, const TokenBatchOptions& o,
+                       std::vector<std::pair<std::uint64_t, bool>>& ends, std::vector<std::uint32_t>& skipped) {
+  const std::uint64_t b = o.batch_multiple;
+  std::uint64_t begin = 0, count = 0, sum = 0;
+  auto emit = [&](std::uint64_t len) {
+    ends.emplace_back(begin + len, false);
+    begin += len;
+    count -= len;
+    sum = 0;
+    for (std::uint64_t i = begin; i < begin + count; ++i) sum = add_saturating(sum, o.sample_cost(sorted[i] >> 32));
+  };
+  for (std::uint64_t i = 0; i < sorted.size();) {
+    const std::uint64_t len = sorted[i] >> 32;
+    if (o.sample_cost(len) > o.max_tokens) {
+      while (count > 0) emit(count);
+      if (o.oversize == Oversize::skip) {
+        skipped.push_back(static_cast<std::uint32_t>(sorted[i]));
+      } else {
+        ends.emplace_back(i + 1, true);
+      }
+      begin = ++i;
+      continue;
+    }
+    const bool full = o.max_samples != 0 && count >= o.max_samples;
+    if (!full && cost_with(o, count, sum, len) <= o.max_tokens) {
+      ++count;
+      sum = add_saturating(sum, o.sample_cost(len));
+      ++i;
+      continue;
+    }
+    emit(count >= b ? b * (count / b) : count);  // the remainder (< b) carries over, as fairseq's rounding does
+  }
+  while (count > 0) emit(count);
+  even_tail(sorted, o, ends);
+}
+
+// Number of micro-batches to cut a micro-batch of `size` samples into.
+// A micro-batch that may be cut into one more piece.
+struct SplitCandidate {
+  std::uint64_t tokens;
+  std::uint64_t size;
+  std::uint64_t pieces;
+  std::uint64_t id;
+  // The next piece goes where the pieces hold the most tokens (so the pieces stay as close
+  // to the others of their step as they can); ties: the earlier micro-batch.
+  friend bool operator<(const SplitCandidate& a, const SplitCandidate& b) noexcept {
+    const std::uint64_t pa = a.tokens / a.pieces, pb = b.tokens / b.pieces;
+    return pa != pb ? pa < pb : a.id > b.id;
+  }
+};
+
+// Cuts samples [b.begin, b.end) into `pieces` contiguous non-empty pieces of near-equal tokens.
+inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const TokenBatchOptions& o,
+                       const std::vector<std::uint32_t>& samples, const std::uint32_t* lengths,
+                       std::vector<PlannedMicroBatch>& out) {
+  std::uint64_t at = b.begin, seen = 0;
+  for (std::uint64_t p = 1; p <= pieces; ++p) {
+    PlannedMicroBatch piece;
+    piece.begin = at;
+    piece.oversize = b.oversize;
+    const std::uint64_t target = p == pieces ? b.tokens : b.tokens / pieces * p;
+    // Each piece takes at least one sample and leaves one for every later piece.
+    while (at < b.end - (pieces - p) && (at == piece.begin || seen + lengths[samples[at]] <= target)) {
+      seen += lengths[samples[at++]];
+    }
+    piece.end = at;
+    measure(piece, o, samples, lengths);
+    out.push_back(piece);
+  }
+}
+
+}  // namespace detail
+
+/// Plans one window. `lengths[i]` is the length of the window's i-th sample (i < size, in
+/// the epoch order). The window is sorted by (length, offset) and cut greedily by the budget
+/// (the last two micro-batches then evened: the longest samples of the one before move into
+/// the last while it fits and holds fewer tokens); its micro-batches are shuffled by
+/// FeistelPermutation(count, shuffle_seed, epoch) when `shuffle`, and, when
+/// `longest_to_front`, the one holding the window's longest sample is moved first. Up to
+/// here nothing depends on the world. Then `resume_offset` samples of that sequence are
+/// dropped as consumed (cutting the micro-batch they end in), and the rest is balanced to a
+/// multiple of G = world_size x accumulation_steps micro-batches: by merging adjacent
+/// micro-batches within the budget when that reaches the lower multiple, else by cutting
+/// the micro-batches whose pieces hold the most tokens into contiguous pieces of near-equal
+/// tokens (within the budget: every cost model is monotone), else by empty micro-batches.
+/// Last, each round's micro-batches are dealt to ranks by cost: the costliest to the rank
+/// with the least cost so far in the step.
+///
+/// Pure: deterministic in its arguments. O(size log size) time, O(size) memory.
+/// Precondition: lengths are >= 1, size < 2^32, world_size >= 1.
+[[nodiscard]] inline WindowPlan plan_window(const std::uint32_t* lengths, std::uint64_t size,
+                                            const TokenBatchOptions& o, std::uint64_t shuffle_seed, std::uint64_t epoch,
+                                            bool longest_to_front, std::uint64_t resume_offset,
+                                            std::uint64_t world_size) {
+  WindowPlan plan;
+  std::vector<std::uint64_t> sorted(static_cast<std::size_t>(size));
+  for (std::uint64_t i = 0; i < size; ++i) sorted[i] = (std::uint64_t{lengths[i]} << 32) | i;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<std::uint64_t, bool>> ends;
+  std::vector<std::uint32_t> skipped;
+  detail::cut_sorted(sorted, o, ends, skipped);
+
+  const std::uint64_t natural = ends.size();
+  std::vector<std::uint64_t> order(static_cast<std::size_t>(natural));
+  const FeistelPermutation shuffle(natural, shuffle_seed, epoch);
+  for (std::uint64_t i = 0; i < natural; ++i) order[i] = o.shuffle ? shuffle(i) : i;
+  if (longest_to_front && natural > 0) {
+    std::swap(order[0], *std::find(order.begin(), order.end(), natural - 1));
+  }
+
+  // The sample sequence and its natural cuts, with the first resume_offset samples dropped.
+  std::vector<PlannedMicroBatch> batches;
+  plan.samples.reserve(static_cast<std::size_t>(size));
+  std::uint64_t seen = 0;
+  for (const std::uint64_t id : order) {
+    const std::uint64_t b = id == 0 ? 0 : ends[id - 1].first, e = ends[id].first;
+    const std::uint64_t drop = resume_offset > seen ? std::min(resume_offset - seen, e - b) : 0;
+    seen += e - b;
+    if (drop == e - b) continue;
+    PlannedMicroBatch mb;
+    mb.begin = plan.samples.size();
+    for (std::uint64_t i = b + drop; i < e; ++i) plan.samples.push_back(static_cast<std::uint32_t>(sorted[i]));
+    mb.end = plan.samples.size();
+    mb.oversize = ends[id].second;
+    detail::measure(mb, o, plan.samples, lengths);
+    batches.push_back(mb);
+  }
+  plan.planned = plan.samples.size();
+  plan.skipped = skipped.size();
+  plan.samples.insert(plan.samples.end(), skipped.begin(), skipped.end());
+
+  const std::uint64_t group = world_size * o.accumulation_steps;
+  const std::uint64_t c = batches.size(), r = c % group;
+  const std::size_t protect = longest_to_front && resume_offset == 0 ? 1 : 0;
+  if (r != 0) {
+    // Merging r adjacent pairs reaches the lower multiple; only worth it when all r fit.
+    std::vector<std::uint64_t> merge_at;
+    for (std::uint64_t i = 0; i + 1 < c && merge_at.size() < r; ++i) {
+      const PlannedMicroBatch &a = batches[i], &b = batches[i + 1];
+      if (a.oversize || b.oversize) continue;
+      const std::uint64_t n = a.size() + b.size();
+      const std::uint64_t cost = o.cost == TokenCost::padded ? n * std::max(a.padded / a.size(), b.padded / b.size())
+                                                             : detail::add_saturating(a.cost, b.cost);
+      if (cost > o.max_tokens || (o.max_samples != 0 && n > o.max_samples)) continue;
+      merge_at.push_back(i++);
+    }
+    std::vector<PlannedMicroBatch> next;
+    if (merge_at.size() == r) {
+      std::size_t m = 0;
+      for (std::uint64_t i = 0; i < c; ++i) {
+        PlannedMicroBatch mb = batches[i];
+        if (m < merge_at.size() && merge_at[m] == i) {
+          mb.end = batches[++i].end;
+          ++m;
+        }
+        detail::measure(mb, o, plan.samples, lengths);
+        next.push_back(mb);
+      }
+      plan.merges = r;
+    } else {
+      std::uint64_t want = group - r;
+      std::vector<std::uint64_t> pieces(static_cast<std::size_t>(c), 1);
+      std::vector<detail::SplitCandidate> heap;
+      for (std::uint64_t i = protect; i < c; ++i) {
+        if (batches[i].size() >= 2) heap.push_back({batches[i].tokens, batches[i].size(), 1, i});
+      }
+      std::make_heap(heap.begin(), heap.end());
+      while (want > 0 && !heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end());
+        detail::SplitCandidate top = heap.back();
+        heap.pop_back();
+        ++top.pieces;
+        pieces[top.id] = top.pieces;
+        --want;
+        ++plan.splits;
+        if (top.pieces < top.size) {
+          heap.push_back(top);
+          std::push_heap(heap.begin(), heap.end());
+        }
+      }
+      for (std::uint64_t i = 0; i < c; ++i) {
+        if (pieces[i] == 1) {
+          next.push_back(batches[i]);
+        } else {
+          detail::cut_pieces(batches[i], pieces[i], o, plan.samples, lengths, next);
+        }
+      }
+      plan.empties = want;
+      for (; want > 0; --want) {
+        PlannedMicroBatch empty;
+        empty.begin = empty.end = plan.planned;
+        next.push_back(empty);
+      }
+    }
+    batches.swap(next);
+  }
+  plan.batches = std::move(batches);
+
+  // Deal each round by cost: the costliest micro-batch to the rank with the least so far.
+  plan.deal.resize(plan.batches.size());
+  std::vector<std::uint64_t> total(static_cast<std::size_t>(world_size));
+  std::vector<std::uint32_t> ids(static_cast<std::size_t>(world_size)), ranks(ids.size());
+  for (std::uint64_t first = 0; first < plan.batches.size(); first += world_size) {
+    if ((first / world_size) % o.accumulation_steps == 0) std::fill(total.begin(), total.end(), 0);
+    for (std::uint64_t i = 0; i < world_size; ++i) ids[i] = ranks[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return plan.batches[first + a].cost > plan.batches[first + b].cost;
+    });
+    std::stable_sort(ranks.begin(), ranks.end(), [&](std::uint32_t a, std::uint32_t b) { return total[a] < total[b]; });
+    for (std::uint64_t i = 0; i < world_size; ++i) {
+      plan.deal[first + ranks[i]] = static_cast<std::uint32_t>(first + ids[i]);
+      total[ranks[i]] += plan.batches[first + ids[i]].cost;
+    }
+  }
+  return plan;
+}
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_TOKEN_PLAN_HPP
