@@ -13,7 +13,7 @@
 #include "detail/mix.hpp"
 #include "state/format.hpp"
 #include "error.hpp"
-#include "partition.hpp"
+#include "options.hpp"
 #include "version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN

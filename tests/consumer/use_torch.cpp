@@ -1,6 +1,7 @@
 // The consumer's use of distsampler::torch: a TorchSampler driving libtorch's DataLoader.
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch.hpp>
+#include <distsampler/torch_pass.hpp>  // the 0.1 path of torch/pass.hpp, forwarded
 #include <torch/data.h>
 
 #include <cstddef>
