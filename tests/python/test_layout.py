@@ -156,3 +156,46 @@ def test_guard_imports_no_family():
     assert imports == ["import torch.distributed as dist", "from .._core import ConfigError",
                        "from ._common import PUBLIC_MODULE"]
     assert "isinstance(" not in text
+
+
+# _core binds the C++ names: a class is its C++ class (DistributedSampler<TorchRandperm> is
+# DistributedSamplerTorchRandperm), a factory is make_<its snake_case name>.
+CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
+                "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
+                "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler"]
+CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
+                  "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
+                  "validate_world", "parse_state", "check_partition"]
+
+
+def test_core_binds_the_cpp_names_and_nothing_else():
+    from distsampler import _core
+
+    names = sorted(n for n in dir(_core) if not n.startswith("__"))
+    assert names == sorted(CORE_CLASSES + CORE_FUNCTIONS + ["ConfigError", "StateError", "version"])
+    for name in CORE_CLASSES:
+        assert getattr(_core, name).__name__ == name
+
+
+def test_core_factories_return_the_class_of_their_order():
+    from distsampler import _core
+
+    cases = [
+        (_core.make_distributed_sampler("torch", 10, 0, 2, True, 1, "pad", "v1"), "DistributedSamplerTorchRandperm"),
+        (_core.make_distributed_sampler("feistel", 10, 0, 2, True, 1, "pad", "v1"),
+         "DistributedSamplerFeistelPermutation"),
+        (_core.make_distributed_batch_sampler("torch", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),
+         "DistributedBatchSamplerTorchRandperm"),
+        (_core.make_distributed_batch_sampler("feistel", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),
+         "DistributedBatchSamplerFeistelPermutation"),
+        (_core.make_streaming_shard_sampler([3, 4], 0, 2, 1, True, 1, "pad"), "StreamingShardSampler"),
+        (_core.make_mixture_sampler([4, 6], [0.5, 0.5], 0, 1, 2, 1, 0, True, 1, "drop", "first_exhausted", 0, False, 0,
+                                    []), "MixtureSampler"),
+        (_core.make_weighted_sampler([1.0, 2.0], 0, 1, 4, True, 1, "pad"), "WeightedSampler"),
+    ]
+    for core, name in cases:
+        assert type(core).__name__ == name
+    # torch's order through the public class: torch 1.13's DistributedSampler(N=10, W=4, seed=42), epoch 1, rank 1.
+    s = DistributedSampler(range(10), 4, 1, seed=42, order="torch", torch_generation="v1")
+    s.set_epoch(1)
+    assert list(s) == [4, 1, 3]

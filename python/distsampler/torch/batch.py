@@ -192,7 +192,7 @@ class DistributedBatchSampler(_StepSampler):
 
     @staticmethod
     def _build(key):
-        return _core.batch_sampler(*key)
+        return _core.make_distributed_batch_sampler(*key)
 
     def _fetcher(self, core):
         if not self.as_numpy:

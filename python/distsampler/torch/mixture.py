@@ -88,7 +88,7 @@ class MixtureBatchSampler(_StepSampler):
 
     @staticmethod
     def _build(key):
-        return _core.mixture_sampler(*key)
+        return _core.make_mixture_sampler(*key)
 
     def pairs_of(self, global_indices):
         """``(source, index)`` of each global index of the concatenation."""

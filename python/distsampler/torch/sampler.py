@@ -86,7 +86,7 @@ class DistributedSampler(_TorchDistributedSampler):
         """A private C++ sampler at the start of `epoch` (copies share torch-order tables)."""
         key = self._config()
         if self._base is None or self._base_key != key:
-            self._base = _core.sampler(*key)
+            self._base = _core.make_distributed_sampler(*key)
             self._base_key = key
         self._base.set_epoch(epoch)
         return self._base.copy()

@@ -66,8 +66,10 @@ class ShardStream:
         self._sampler(1)
 
     def _sampler(self, num_workers, rank=None):
-        return _core.shard_sampler(self.shard_sizes, self.rank if rank is None else rank, self.num_replicas,
-                                   num_workers, self.shuffle, _seed64("ShardStream", self.seed), self.tail)
+        """The C++ StreamingShardSampler of this stream's settings for `num_workers` workers per rank."""
+        return _core.make_streaming_shard_sampler(self.shard_sizes, self.rank if rank is None else rank,
+                                                  self.num_replicas, num_workers, self.shuffle,
+                                                  _seed64("ShardStream", self.seed), self.tail)
 
     def _positioned(self, num_workers, rank=None):
         core = self._sampler(num_workers, rank)

@@ -140,7 +140,7 @@ class TokenBatchSampler(_StepSampler):
         self.order = "feistel"
         self.epoch = 0
         self._base_key = self._config()
-        self._base = _core.token_sampler(self.lengths, *self._base_key)
+        self._base = _core.make_token_batch_sampler(self.lengths, *self._base_key)
         self._pending = None
         self._prepared = None
         self._progress = None
@@ -154,7 +154,7 @@ class TokenBatchSampler(_StepSampler):
         """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied)."""
         key = self._config()
         if self._base is None or self._base_key != key:
-            self._base = _core.token_sampler(self.lengths, *key)
+            self._base = _core.make_token_batch_sampler(self.lengths, *key)
             self._base_key = key
         if self._base.epoch != epoch:
             self._base.set_epoch(epoch)

@@ -55,7 +55,7 @@ class DistributedWeightedRandomSampler(Sampler):
         self.shuffle = True
         self.tail = tail
         self.epoch = 0
-        self._base = _core.weighted_sampler(*self._config())
+        self._base = _core.make_weighted_sampler(*self._config())
         self._pending = None
         self._progress = None
         self._cache = None
@@ -126,4 +126,4 @@ class DistributedWeightedRandomSampler(Sampler):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._base = _core.weighted_sampler(*self._config())
+        self._base = _core.make_weighted_sampler(*self._config())
