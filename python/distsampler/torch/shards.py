@@ -29,6 +29,9 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
 class ShardStream:
     """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
 
+    The Python face of the C++ ``distsampler::StreamingShardSampler``: the same order, and
+    ``state_dict()["state"]`` is its state text.
+
     Use it inside ``IterableDataset.__iter__``: ``for shard, offset, index, pad in
     stream:`` reads this rank's, this worker's stream (the worker from
     ``torch.utils.data.get_worker_info()``; one stream when not in a worker). Every

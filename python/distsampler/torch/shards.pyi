@@ -17,6 +17,8 @@ class ScheduledShard(NamedTuple):
     samples: int
 
 class ShardStream:
+    """The Python face of the C++ StreamingShardSampler: one (rank, worker) stream of a sharded dataset."""
+
     shard_sizes: List[int]
     num_replicas: int
     rank: int
