@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 import pathlib
 import pickle
+import re
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from distsampler.torch import (
 from distsampler.torch.guard import _describe
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "python" / "distsampler"
+CORE = PACKAGE.parent / "core"
 MAX_LINES = 400
 
 # distsampler.torch.__all__ of release 0.1, written out: a name may be added, none removed or renamed.
@@ -199,3 +201,23 @@ def test_core_factories_return_the_class_of_their_order():
     s = DistributedSampler(range(10), 4, 1, seed=42, order="torch", torch_generation="v1")
     s.set_epoch(1)
     assert list(s) == [4, 1, 3]
+
+
+def test_each_core_file_opens_with_its_purpose_and_the_license_line():
+    files = sorted(CORE.glob("*.[ch]pp"))
+    assert {"module.cpp", "common.hpp"} <= {f.name for f in files}
+    for path in files:
+        first, second = path.read_text(encoding="utf-8").split("\n")[:2]
+        assert first.startswith("// ") and len(first) > 10, path
+        assert second == "// SPDX-License-Identifier: MIT", path
+
+
+def test_each_core_family_registers_with_one_line_in_module_cpp():
+    declared = re.findall(r"^void (register_\w+)\(py::module_& m\);$", (CORE / "common.hpp").read_text(), re.M)
+    assert len(declared) >= 9
+    module = (CORE / "module.cpp").read_text()
+    for name in declared:
+        assert module.count(f"dp::{name}(m);") == 1, name
+        defined = [f.name for f in CORE.glob("*.cpp") if f"void {name}(py::module_& m) {{" in f.read_text()]
+        assert len(defined) == 1, (name, defined)
+    assert len(re.findall(r"dp::register_\w+\(m\);", module)) == len(declared)

@@ -43,6 +43,7 @@ def default_torch_generation(version=None):
 
 default_torch_generation.__module__ = PUBLIC_MODULE
 
+
 def _index(who, name, value):
     try:
         return operator.index(value)

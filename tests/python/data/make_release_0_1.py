@@ -1,4 +1,4 @@
-# Writes tests/python/data/release_0_1/*.pkl: pickles and state_dicts made by distsampler 0.1.0, for test_release_compat.py.
+# Writes tests/python/data/release_0_1/*.pkl: pickles and state_dicts made by distsampler 0.1.0, for the compat test.
 # SPDX-License-Identifier: MIT
 """Pickles of release 0.1.0, read back by the current package in test_release_compat.py.
 
