@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 import pathlib
 import pickle
+import pickletools
 
 import numpy as np
 import pytest
@@ -227,3 +228,35 @@ def test_release_namedtuples_and_collate_wrapper_load():
 
 def test_release_function_references_load():
     assert load("functions") == [distsampler.torch.guard, distsampler.torch.default_torch_generation]
+
+
+def pickled_globals(data):
+    """The (module, name) pairs a pickle refers to: protocol 4's STACK_GLOBAL takes the two
+    strings before it, each written out or fetched from the memo."""
+    found, strings, memo, last = [], [], [], None
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+            last = arg
+            strings.append(arg)
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            last = memo[int(arg)]
+            if isinstance(last, str):
+                strings.append(last)
+        elif op.name == "MEMOIZE":
+            memo.append(last)
+        else:
+            last = None
+            if op.name == "STACK_GLOBAL":
+                found.append((strings[-2], strings[-1]))
+            elif op.name == "GLOBAL":
+                found.append(tuple(arg.split(" ", 1)))
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("name", sorted(FRESH))
+def test_pickles_made_now_name_what_the_release_named(name):
+    sampler = FRESH[name](0)
+    sampler.set_epoch(EPOCH)
+    now = pickled_globals(pickle.dumps(sampler, protocol=4))
+    assert now == pickled_globals((DATA / f"{name}.pkl").read_bytes())
+    assert (distsampler.torch.__name__, type(sampler).__name__) in now

@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 import distsampler
+import distsampler.torch
 from distsampler.torch import (
     DistributedBatchSampler,
     DistributedSampler,
@@ -75,8 +76,12 @@ def dump(name, value):
 
 
 def main():
-    if distsampler.__version__ != "0.1.0":
-        sys.exit(f"make_release_0_1.py: distsampler {distsampler.__version__} is installed (expected 0.1.0)")
+    # 0.1.0 is also the version of the development line after it, until the next release:
+    # the release is the one whose distsampler.torch is a single module file.
+    layout = os.path.basename(distsampler.torch.__file__)
+    if distsampler.__version__ != "0.1.0" or layout != "torch.py":
+        sys.exit(f"make_release_0_1.py: distsampler {distsampler.__version__} with distsampler.torch in {layout} is "
+                 "installed (expected the 0.1.0 release, whose distsampler.torch is torch.py)")
     os.makedirs(OUT, exist_ok=True)
     for name, sampler in samplers().items():
         sampler.set_epoch(EPOCH)
