@@ -119,9 +119,9 @@ struct ShardSamplerOptions : OrderOptions<ShardSamplerOptions> {
   /// one stretch of about K runs of the shard sequence at a time, so a batch holds a few
   /// neighbouring shards (docs/SHARDS.md measures it). with_canonical_streams(K) for a
   /// job of exactly K = world_size * num_workers consumers keeps every guarantee above for
-  /// an epoch after set_epoch (not for a segment resumed on a world of another K) and has
-  /// each worker read one contiguous 1/K of the shard sequence: a global batch then
-  /// samples K places. O(1).
+  /// an epoch after set_epoch (not for a segment resumed from a state) and has worker k
+  /// read lane k, one contiguous 1/K of the shard sequence (whole runs), then a share of
+  /// the fewer than K * 1024 positions left: a global batch then samples K places. O(1).
   [[nodiscard]] static constexpr ShardSamplerOptions sequential() noexcept {
     ShardSamplerOptions o;
     o.canonical_streams = 1;
