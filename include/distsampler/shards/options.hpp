@@ -22,7 +22,10 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///    streams ("lanes", MosaicML's canonical nodes); the global order takes runs from
 ///    them in turn, so at any moment the whole job reads near C places of the dataset.
 ///  - `max_open_shards` (m): a consumer interleaves m runs at a time, so it never has
-///    more than m shard ranges open at once; more runs mix more shards per batch. A
+///    more than m runs (read_plan ranges of consecutive offsets) open at once; more runs
+///    mix more shards per batch. The shards it has started and not finished can be more
+///    than m (a lane's window may cross a shard boundary; a shard may meet two of its
+///    lanes), and with m > 1 it changes shard on nearly every sample. A
 ///    block's m runs come from m lanes spread evenly over the shard sequence (lanes j,
 ///    j + C/m, j + 2C/m, ... when m divides C), so a block samples the whole dataset.
 ///  - `run_length` (L): consecutive samples read from one run (one place of one shard).
