@@ -165,7 +165,8 @@ Streams full_shuffle(const std::vector<std::uint64_t>& sizes) {
     for (std::uint32_t o = 0; o < sizes[s]; ++o) all.push_back(Read{s, o});
   }
   distsampler::detail::SplitMix64 rng(3);
-  for (std::uint64_t i = all.size() - 1; i > 0; --i) std::swap(all[i], all[distsampler::detail::bounded_draw(rng, i + 1)]);
+  for (std::uint64_t i = all.size() - 1; i > 0; --i)
+    std::swap(all[i], all[distsampler::detail::bounded_draw(rng, i + 1)]);
   Streams streams(consumers);
   for (std::uint64_t i = 0; i < all.size(); ++i) streams[i % consumers].push_back(all[i]);
   return streams;

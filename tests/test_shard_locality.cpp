@@ -1,11 +1,10 @@
-// Tests of the shard presets' read guarantees (ShardSamplerOptions::sequential() and mixed()), walked on real worker streams.
+// Tests of the shard presets' read guarantees (sequential(), mixed()), walked on real worker streams.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <vector>
 
 #include <distsampler/shards/streaming_shard_sampler.hpp>
@@ -27,11 +26,11 @@ using shard_test::World;
 // the presets exclude from their guarantees, are skipped and counted).
 struct LocalityReport {
   std::uint64_t samples = 0, padding = 0;
-  std::uint64_t backward = 0;       // reads of a shard at an offset not above the worker's last one of it
-  std::uint64_t max_open = 0;       // most shards open at one slot: read at or before it and at or after it
-  std::uint64_t switches = 0;       // consecutive non-padding samples of different shards
-  std::uint64_t shards = 0;         // distinct shards read
-  std::uint64_t broken_runs = 0;    // pairs inside one run of L slots that are not the file's next record
+  std::uint64_t backward = 0;     // reads of a shard at an offset not above the worker's last one of it
+  std::uint64_t max_open = 0;     // most shards open at one slot: read at or before it and at or after it
+  std::uint64_t switches = 0;     // consecutive non-padding samples of different shards
+  std::uint64_t shards = 0;       // distinct shards read
+  std::uint64_t broken_runs = 0;  // pairs inside one run of L slots that are not the file's next record
 };
 
 // Walks `s`'s stream of `worker`. With run_length L > 0, slots [j L, (j + 1) L) that end
@@ -175,7 +174,8 @@ TEST_CASE("sequential(): every worker reads each shard in strictly increasing of
     const std::uint64_t world = 1 + rng.below(5), workers = 1 + rng.below(4);
     // The preset's runs of 1024, and short runs so that small layouts have many rounds.
     const std::uint64_t run = trial % 2 == 0 ? 1024 : 1 + rng.below(9);
-    const auto o = ShardSamplerOptions::sequential().with_seed(trial).with_tail(locality_tail(trial)).with_run_length(run);
+    const auto o =
+        ShardSamplerOptions::sequential().with_seed(trial).with_tail(locality_tail(trial)).with_run_length(run);
     INFO("trial " << trial << " shards " << sizes.size() << " world " << world << " workers " << workers << " run "
                   << run);
     const auto ranks = shard_test::make_ranks(sizes, world, workers, o, trial % 3);
@@ -189,7 +189,8 @@ TEST_CASE("sequential(): the guarantees hold in segments resumed from any stop o
   for (std::uint64_t trial = 0; trial < 40; ++trial) {
     const auto sizes = shard_test::random_sizes(rng, 30, 200);
     const std::uint64_t run = 1 + rng.below(12);
-    const auto o = ShardSamplerOptions::sequential().with_seed(trial).with_tail(locality_tail(trial)).with_run_length(run);
+    const auto o =
+        ShardSamplerOptions::sequential().with_seed(trial).with_tail(locality_tail(trial)).with_run_length(run);
     std::uint64_t world = 1 + rng.below(4), workers = 1 + rng.below(3);
     auto ranks = shard_test::make_ranks(sizes, world, workers, o, 1);
     std::vector<std::uint64_t> reads(static_cast<std::size_t>(ranks.front().dataset_size()), 0);

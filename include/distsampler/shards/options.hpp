@@ -141,8 +141,7 @@ struct ShardSamplerOptions : OrderOptions<ShardSamplerOptions> {
   friend constexpr bool operator==(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {
     return a.same_order_options(b) && a.canonical_streams == b.canonical_streams &&
            a.max_open_shards == b.max_open_shards && a.run_length == b.run_length &&
-           a.shuffle_window == b.shuffle_window && a.rotate_shards == b.rotate_shards &&
-           a.num_workers == b.num_workers;
+           a.shuffle_window == b.shuffle_window && a.rotate_shards == b.rotate_shards && a.num_workers == b.num_workers;
   }
   friend constexpr bool operator!=(const ShardSamplerOptions& a, const ShardSamplerOptions& b) noexcept {
     return !(a == b);
