@@ -13,7 +13,7 @@
   every ``--preset`` a preset of CMakePresets.json.
 - ``cmake``: a consumer's CMake lines. Parsed here: balanced parentheses, and every
   ``distsampler::`` target they link is one the packaging test's consumer links.
-- no language: a diagram, not code.
+- no language: a diagram or quoted output (a traceback), not code.
 
 test_every_block_has_a_harness fails naming the file and line of any other block.
 """
@@ -174,3 +174,25 @@ def test_python_block_runs(program, tmp_path):
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, f"{block.path}:{block.line}: the block fails as written:\n{out.stdout}{out.stderr}"
+
+
+def _output(path, marker, tmp_path):
+    block = doc_blocks.block(path, marker)
+    script = tmp_path / "block.py"
+    script.write_text(block.code)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_readme_python_example_reads_a_quarter_each_epoch(tmp_path):
+    assert _output("README.md", "example: readme-python", tmp_path) == (
+        "epoch 0: rank 1 read 250 samples, 250 distinct\nepoch 1: rank 1 read 250 samples, 250 distinct\n")
+
+
+def test_python_guide_checkpoint_resumes_the_rest_on_four_ranks(tmp_path):
+    # 2 ranks read 20 batches of 10 each (400 of 1000); rank 0 of 4 reads a quarter of the other 600.
+    assert _output("docs/PYTHON.md", "example: checkpoint-python", tmp_path) == (
+        "epoch 0: 150 samples\nepoch 1: 250 samples\n")
