@@ -530,7 +530,8 @@ for doc in "${docs[@]}"; do
       expected+="${expected:+$'\n'}$line"
     fi
   done <"$doc"
-  [[ $transcripts -ge 1 ]] && passed=$((passed + 1)) || fail "$doc: no \`$ distsampler\` transcript in a \`\`\`console block"
+  [[ $transcripts -ge 1 ]] && passed=$((passed + 1)) ||
+    fail "$doc: no \`$ distsampler\` transcript in a \`\`\`console block"
 done
 
 echo "$passed passed, $failures failed"

@@ -20,10 +20,12 @@ struct IndexDataset : torch::data::datasets::Dataset<IndexDataset> {
   torch::optional<std::size_t> size() const override { return 1000; }
 };
 
-std::vector<std::uint64_t> read;
+std::vector<std::uint64_t> samples_read;
 
 void train(const std::vector<torch::data::Example<>>& batch) {
-  for (const auto& example : batch) read.push_back(static_cast<std::uint64_t>(example.data[0].item<std::int64_t>()));
+  for (const auto& example : batch) {
+    samples_read.push_back(static_cast<std::uint64_t>(example.data[0].item<std::int64_t>()));
+  }
 }
 
 void run(bool resuming) {
@@ -43,15 +45,16 @@ void guard_fragment(const distsampler::TorchSampler<>& sampler) {
 
 int main() {
   run(false);
-  const std::size_t whole = read.size();
-  read.clear();
+  const std::size_t whole = samples_read.size();
+  samples_read.clear();
   run(true);  // from the checkpoint after 30 batches of 32 in epoch 1
   std::vector<bool> seen(1000);
-  for (std::uint64_t i : read) seen[i] = true;
+  for (std::uint64_t i : samples_read) seen[i] = true;
   std::size_t distinct = 0;
   for (bool b : seen) distinct += b;
-  if (whole != 2000 || read.size() != 40 || distinct != 40) {
-    std::printf("FAILED: whole run read %zu, resumed run read %zu (%zu distinct)\n", whole, read.size(), distinct);
+  if (whole != 2000 || samples_read.size() != 40 || distinct != 40) {
+    std::printf("FAILED: whole run read %zu, resumed run read %zu (%zu distinct)\n", whole, samples_read.size(),
+                distinct);
     return 1;
   }
   std::printf("doc fragment ok: 2 epochs read 2000 samples; resumed from the checkpoint, the rest: 40 samples\n");
