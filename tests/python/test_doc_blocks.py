@@ -10,7 +10,8 @@
   tests/cli_test.sh for every document the CMake ``cli`` test passes to it.
 - ``sh``: commands to type (install, build, launch). Parsed here: ``bash -n``, every
   repository path they name exists, every ``--target`` is a CMake target of the project,
-  every ``--preset`` a preset of CMakePresets.json.
+  every ``--preset`` a preset of CMakePresets.json. The torchrun commands of
+  docs/LAUNCHERS.md are also run, by test_launchers_torchrun_commands_behave_as_documented.
 - ``cmake``: a consumer's CMake lines. Parsed here: balanced parentheses, and every
   ``distsampler::`` target they link is one the packaging test's consumer links.
 - no language: a diagram or quoted output (a traceback), not code.
@@ -19,6 +20,7 @@ test_every_block_has_a_harness fails naming the file and line of any other block
 """
 
 import json
+import socket
 import os
 import re
 import shlex
@@ -26,6 +28,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import doc_blocks
 
@@ -196,3 +199,39 @@ def test_python_guide_checkpoint_resumes_the_rest_on_four_ranks(tmp_path):
     # 2 ranks read 20 batches of 10 each (400 of 1000); rank 0 of 4 reads a quarter of the other 600.
     assert _output("docs/PYTHON.md", "example: checkpoint-python", tmp_path) == (
         "epoch 0: 150 samples\nepoch 1: 250 samples\n")
+
+
+TORCHRUN = "/usr/bin/torchrun"
+
+
+def _commands(path, marker):
+    return [line.split("  #")[0].strip() for line in doc_blocks.block(path, marker).code.splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="needs Debian's torchrun")
+def test_launchers_torchrun_commands_behave_as_documented(tmp_path):
+    (tmp_path / "probe.py").write_text(doc_blocks.block("docs/LAUNCHERS.md", "example: probe").code)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    with socket.socket() as s:  # torchrun reads its --master_port default from PET_MASTER_PORT
+        s.bind(("127.0.0.1", 0))
+        env["PET_MASTER_PORT"] = str(s.getsockname()[1])
+    env["OMP_NUM_THREADS"] = "1"
+
+    def run(command):
+        return subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    rank_line = r"^RANK (\d) LOCAL_RANK \1 WORLD_SIZE 2 LOCAL_WORLD_SIZE 2 get_rank \1$"
+    flags = _commands("docs/LAUNCHERS.md", "example: torchrun-flags")
+    assert len(flags) == 2
+    for command in flags:
+        out = run(command)
+        assert out.returncode == 0, f"{command}:\n{out.stdout}{out.stderr}"
+        assert sorted(re.findall(rank_line, out.stdout, re.M)) == ["0", "1"], f"{command}:\n{out.stdout}"
+    (crash,) = _commands("docs/LAUNCHERS.md", "example: torchrun-crash")
+    if torch.__version__.startswith("1.13") and sys.version_info[:2] == (3, 11):  # what the page describes
+        out = run(crash)
+        assert out.returncode != 0 and not re.findall(rank_line, out.stdout, re.M), out.stdout
+        assert "AttributeError: 'NoneType' object has no attribute 'get'" in out.stderr, out.stderr
