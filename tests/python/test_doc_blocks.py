@@ -20,10 +20,10 @@ test_every_block_has_a_harness fails naming the file and line of any other block
 """
 
 import json
-import socket
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 
