@@ -36,6 +36,8 @@ from torch.utils.data.distributed import DistributedSampler as _TorchDistributed
 
 from . import _core
 from ._core import ConfigError, StateError
+from ._handout import detached_state, recorded
+from ._stream_cell import StreamCell
 
 __all__ = [
     "DistributedSampler",
@@ -49,6 +51,8 @@ __all__ = [
     "DistributedWeightedRandomSampler",
     "guard",
     "default_torch_generation",
+    "DataLoader",
+    "MaskedBatch",
 ]
 
 _U64 = 1 << 64
@@ -163,13 +167,14 @@ def _resolve_order(who, order, generation):
 class _Progress:
     """How far one iterator got: its C++ sampler, and the end of the chunk it hands out."""
 
-    __slots__ = ("core", "epoch", "end", "it")
+    __slots__ = ("core", "epoch", "end", "it", "finished")
 
     def __init__(self, core, epoch):
         self.core = core
         self.epoch = epoch
         self.end = 0
         self.it = None
+        self.finished = False
 
     def taken(self):
         # A list iterator's length hint is exactly what it has not handed out yet.
@@ -190,6 +195,7 @@ def _generate(progress, fetch, total):
         yield from it
         size = _CHUNK
     progress.it = None
+    progress.finished = True
 
 
 def _check_state_dict(who, sd):
@@ -342,10 +348,10 @@ class DistributedSampler(_TorchDistributedSampler):
             if self._pending is not None:
                 core = self._prepared[1] if self._prepared is not None else self._resumed(self._pending)
             text = core.state(_unsigned("DistributedSampler.state_dict", "samples", samples))
-        elif p is not None and p.epoch == epoch:
-            text = p.core.state(p.taken())
         else:
-            text = self._cpp(epoch).state(0)
+            current = p if p is not None and p.epoch == epoch else None
+            done = recorded(self, current, "DistributedSampler.state_dict", "samples", "indices")
+            text = (current.core if current is not None else self._cpp(epoch)).state(done)
         return {"format": _STATE_FORMAT, "epoch": epoch, "state": text}
 
     def load_state_dict(self, state_dict):
@@ -368,7 +374,7 @@ class DistributedSampler(_TorchDistributedSampler):
         return core
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         for name in ("_base", "_base_key", "_prepared", "_progress"):
             state[name] = None
         return state
@@ -474,7 +480,8 @@ class _StepSampler(Sampler):
             core = self._cpp(self.epoch)
         k = core.accumulation_steps
         if batches is None:
-            taken = p.taken() if p is not None and core is p.core else 0
+            current = p if p is not None and core is p.core else None
+            taken = recorded(self, current, f"{self._who}.state_dict", "batches", "micro-batches")
         else:
             who = f"{self._who}.state_dict"
             taken = _unsigned(who, "batches", batches)
@@ -494,7 +501,7 @@ class _StepSampler(Sampler):
         self._progress = None
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         state["_base"] = state["_prepared"] = state["_progress"] = None
         if state["_pending"] is not None:
             state["_pending"] = None
@@ -754,11 +761,21 @@ class ShardStream:
     ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
     iteration (the DataLoader pickles the dataset to its workers, pending state included),
     and every stream continues with exactly the unread samples, on any world size or
-    worker count. With ``persistent_workers=True`` the workers keep the copy they were
-    started with, so ``set_epoch`` must reach them another way (torch's usual caveat).
+    worker count.
+
+    Epochs reach every worker: ``epoch`` and a loaded state live in a small shared-memory
+    cell made at construction, which the workers' copies share (``fork`` and ``spawn``,
+    ``persistent_workers`` or not), so ``set_epoch`` / ``load_state_dict`` in the main
+    process set what the next pass of every worker reads. As with torch's samplers, call
+    ``set_epoch`` before each epoch: without it every pass reads the same epoch again
+    (``distsampler.torch.DataLoader`` warns then). A loaded state stays in effect for the
+    passes of its epoch until ``set_epoch`` selects another (``distsampler.torch.DataLoader``
+    applies it to one pass, then reads the whole epoch). ``state_capacity``: bytes reserved
+    for a loaded state's text (``StateError`` when one is longer).
     """
 
-    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):
+    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
+                 state_capacity=1 << 20):
         who = "ShardStream"
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
@@ -766,9 +783,25 @@ class ShardStream:
         self.shuffle = bool(shuffle)
         self.seed = seed
         self.tail = tail
-        self.epoch = 0
-        self._pending = None
+        self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
         self._sampler(1)
+
+    @property
+    def epoch(self):
+        """The epoch every pass reads, in this process and in every DataLoader worker."""
+        return self._cell.epoch
+
+    @epoch.setter
+    def epoch(self, epoch):
+        self._cell.write(_unsigned("ShardStream", "epoch", epoch), self._cell.text)
+
+    @property
+    def _pending(self):
+        return self._cell.text
+
+    @_pending.setter
+    def _pending(self, text):
+        self._cell.write(self._cell.epoch, text)
 
     def _sampler(self, num_workers, rank=None):
         return _core.shard_sampler(self.shard_sizes, self.rank if rank is None else rank, self.num_replicas,
@@ -1033,7 +1066,8 @@ class DistributedWeightedRandomSampler(Sampler):
         current = p is not None and p.epoch == self.epoch and self._pending is None
         core = p.core if current else self._core_at(self.epoch)
         if samples is None:
-            done = p.taken() if p is not None and core is p.core else 0
+            done = recorded(self, p if current else None, "DistributedWeightedRandomSampler.state_dict", "samples",
+                            "indices")
         else:
             done = _unsigned("DistributedWeightedRandomSampler.state_dict", "samples", samples)
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(done)}
@@ -1047,7 +1081,7 @@ class DistributedWeightedRandomSampler(Sampler):
         self._progress = None
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         state["_base"] = state["_progress"] = state["_cache"] = None
         return state
 
@@ -1126,3 +1160,6 @@ def guard(sampler, group=None):
                     f"(every rank must build the sampler with the same {field}; ranks then read disjoint shares)"
                 )
     return gathered
+
+
+from .loader import DataLoader, MaskedBatch  # noqa: E402  (built on the samplers above)
