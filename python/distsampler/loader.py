@@ -36,9 +36,9 @@ MaskedBatch.__doc__ = ("A batch with its padding mask (``padding_mask=True``): `
 def _stream_of(dataset):
     streams = [v for v in vars(dataset).values() if isinstance(v, ShardStream)] if hasattr(dataset, "__dict__") else []
     if len(streams) != 1:
-        found = "none" if not streams else f"{len(streams)}"
-        raise ConfigError(f"DataLoader: the IterableDataset {type(dataset).__name__} holds {found} ShardStream "
-                          "attributes (expected exactly one, whose samples __iter__ yields one item each, in order; "
+        found = "no ShardStream attribute" if not streams else f"{len(streams)} ShardStream attributes"
+        raise ConfigError(f"DataLoader: the IterableDataset {type(dataset).__name__} holds {found} "
+                          "(expected exactly one, whose samples __iter__ yields one item each, in order; "
                           "use torch.utils.data.DataLoader for other iterable datasets: their position is unknown)")
     return streams[0]
 
@@ -211,7 +211,7 @@ class DataLoader(torch.utils.data.DataLoader):
                 flags = [core.is_padding(j // k, j % k, e) for e in range(size)]
         else:
             flags = self._stream_flags(j)
-        if self.batch_size is None:
+        if self._kind == "sample" and self.batch_size is None:
             return torch.tensor(flags[0])
         return torch.tensor(flags, dtype=torch.bool)
 
