@@ -1,4 +1,4 @@
-# distsampler._handout: what a sampler's state_dict() may record when it is not told what the loop received.
+# distsampler.torch._handout: what a sampler's state_dict() may record when it is not told what the loop received.
 # SPDX-License-Identifier: MIT
 """A sampler knows what it handed out, not what the training loop received: a DataLoader
 with workers draws up to ``prefetch_factor * num_workers`` batches ahead. A state saved
@@ -18,7 +18,7 @@ Anywhere else it raises ``ConfigError`` naming the argument to pass instead.
 import sys
 import weakref
 
-from ._core import ConfigError
+from .._core import ConfigError
 
 # Loaders that take a sampler's state when they hand the batch out and keep it with that batch.
 _SNAPSHOT_AT_HANDOUT = ("torchdata.stateful_dataloader",)

@@ -1,4 +1,4 @@
-# distsampler._stream_cell: a stream's epoch and loaded state in shared memory, read by every DataLoader worker's copy.
+# distsampler.torch._stream_cell: a stream's epoch and loaded state in shared memory, read by every worker's copy.
 # SPDX-License-Identifier: MIT
 """A DataLoader pickles (``spawn``) or forks its dataset into each worker once; with
 ``persistent_workers=True`` the workers keep that copy for every later pass, so an epoch
@@ -12,7 +12,7 @@ it starts a pass, which the DataLoader asks for after ``__iter__``.
 
 import torch
 
-from ._core import StateError
+from .._core import StateError
 
 _U64 = 1 << 64
 _I64 = 1 << 63
@@ -32,6 +32,17 @@ class StreamCell:
         self._head = torch.zeros(3, dtype=torch.int64).share_memory_()
         self._head[_LENGTH] = -1
         self._text = torch.zeros(max(1, capacity), dtype=torch.uint8).share_memory_()
+
+    def tensors(self):
+        """What a pickle of the stream carries: the two shared tensors and the capacity."""
+        return self._head, self._text, self.capacity
+
+    @classmethod
+    def from_tensors(cls, head, text, capacity, who):
+        """The cell over `head` and `text` (from ``tensors()``), shared with whoever holds them."""
+        cell = cls.__new__(cls)
+        cell.capacity, cell._who, cell._head, cell._text = capacity, who, head, text
+        return cell
 
     @property
     def epoch(self):

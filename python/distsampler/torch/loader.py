@@ -1,4 +1,4 @@
-# distsampler.torch.DataLoader: torch's DataLoader that checkpoints what the training loop received.
+# distsampler.torch.loader: DataLoader, torch's DataLoader that checkpoints what the training loop received.
 # SPDX-License-Identifier: MIT
 """``DataLoader``: a subclass of ``torch.utils.data.DataLoader`` (every argument and
 ``isinstance`` check keep working) with torchdata's ``StatefulDataLoader`` protocol,
@@ -14,10 +14,15 @@ from collections.abc import Mapping
 import torch
 import torch.utils.data
 
-from ._core import ConfigError, StateError
+from .._core import ConfigError, StateError
+from ._common import PUBLIC_MODULE
 from ._handout import attach
-from .torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
-                    MixtureBatchSampler, ShardStream, TokenBatchSampler)
+from .batch import DistributedBatchSampler
+from .mixture import MixtureBatchSampler
+from .sampler import DistributedSampler
+from .shards import ShardStream
+from .tokens import TokenBatchSampler
+from .weighted import DistributedWeightedRandomSampler
 
 __all__ = ["DataLoader", "MaskedBatch"]
 
@@ -29,6 +34,7 @@ _EXPECTED = ("a DistributedSampler or DistributedWeightedRandomSampler as sample
              "ShardStream")
 
 MaskedBatch = collections.namedtuple("MaskedBatch", ["data", "is_padding"])
+MaskedBatch.__module__ = PUBLIC_MODULE
 MaskedBatch.__doc__ = ("A batch with its padding mask (``padding_mask=True``): ``is_padding[j]`` is True when sample "
                        "j is a padding duplicate (a bool tensor; a 0-d one with batch_size=None).")
 
@@ -68,6 +74,8 @@ class DataLoader(torch.utils.data.DataLoader):
     ``set_epoch(epoch)`` forwards to the sampler. Re-iterating a shuffled epoch after a
     complete pass without ``set_epoch`` repeats its order: a ``UserWarning`` says so once.
     """
+
+    __module__ = PUBLIC_MODULE
 
     def __init__(self, dataset, *args, padding_mask=False, **kwargs):
         super().__init__(dataset, *args, **kwargs)
