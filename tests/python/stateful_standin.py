@@ -1,4 +1,4 @@
-# A stand-in for torchdata's StatefulDataLoader protocol (not packaged for Debian), written from its documented behaviour.
+# A stand-in for torchdata's StatefulDataLoader protocol (not packaged for Debian), from its documented behaviour.
 # SPDX-License-Identifier: MIT
 """What the samplers meet inside torchdata's ``StatefulDataLoader`` (torchdata >= 0.8):
 
@@ -119,8 +119,8 @@ class _Restoring:
         return index
 
     def _main_state(self):
-        return {_INDEX_SAMPLER_STATE: serialize(self._index_sampler), _SAMPLER_ITER_STATE: serialize(self._sampler_iter),
-                _SAMPLER_ITER_YIELDED: self._yielded_indices, _NUM_WORKERS: self._num_workers}
+        return {_INDEX_SAMPLER_STATE: serialize(self._index_sampler),
+                _SAMPLER_ITER_STATE: serialize(self._sampler_iter), _SAMPLER_ITER_YIELDED: self._yielded_indices, _NUM_WORKERS: self._num_workers}
 
     def __next__(self):
         try:

@@ -289,3 +289,16 @@ def test_readme_sampler_and_checkpoint_examples_run_as_written(monkeypatch):
     assert isinstance(scope["loader"], DataLoader) and scope["loader"].num_workers == 4
     exec(compile(blocks[1], "README.md", "exec"), scope)
     assert scope["ckpt"]["loader"]["epoch"] == 1 and scope["ckpt"]["loader"]["batches"] == 2  # 50 samples of 32
+
+
+def test_padding_mask_after_a_resume_marks_the_slots_of_the_resumed_pass():
+    # Rank 3 of 4 over 10 samples: slots 0, 1 real, slot 2 padding (position 11).
+    s = DistributedSampler(list(range(10)), 4, 3, seed=1)
+    saver = DataLoader(list(range(10)), batch_size=1, sampler=s, collate_fn=as_list, padding_mask=True)
+    first = take(saver, 1)
+    resumed = DataLoader(list(range(10)), batch_size=1, sampler=DistributedSampler(list(range(10)), 4, 3, seed=1),
+                         collate_fn=as_list, padding_mask=True, **workers(2))
+    resumed.load_state_dict(saver.state_dict())
+    rest = list(resumed)
+    assert [bool(b.is_padding[0]) for b in first + rest] == [False, False, True]
+    assert [b.data for b in first + rest][:2] == [[i] for i in s][:2]  # a duplicate fills the padding slot
