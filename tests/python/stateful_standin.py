@@ -120,7 +120,8 @@ class _Restoring:
 
     def _main_state(self):
         return {_INDEX_SAMPLER_STATE: serialize(self._index_sampler),
-                _SAMPLER_ITER_STATE: serialize(self._sampler_iter), _SAMPLER_ITER_YIELDED: self._yielded_indices, _NUM_WORKERS: self._num_workers}
+                _SAMPLER_ITER_STATE: serialize(self._sampler_iter), _SAMPLER_ITER_YIELDED: self._yielded_indices,
+                _NUM_WORKERS: self._num_workers}
 
     def __next__(self):
         try:
