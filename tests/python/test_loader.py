@@ -231,8 +231,9 @@ def test_padding_mask_of_micro_batches_and_shard_streams():
 def test_an_epoch_iterated_again_without_set_epoch_warns_once():
     dl = build("sampler", 2, 0)
     first = list(dl)
-    with pytest.warns(UserWarning, match=re.escape("DataLoader: epoch 0 starts again without set_epoch, so this pass "
-                                                   "repeats the last one's order; call loader.set_epoch(epoch)")):
+    with pytest.warns(UserWarning, match=re.escape("DataLoader: epoch 0 starts again without a new set_epoch, so "
+                                                   "this pass repeats the last one's order; call "
+                                                   "loader.set_epoch(epoch)")):
         assert list(dl) == first
     dl.set_epoch(1)
     assert list(dl) != first and dl.sampler.epoch == 1

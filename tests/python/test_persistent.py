@@ -53,7 +53,7 @@ def test_a_loaded_state_reaches_running_workers_once(context):
     dl.load_state_dict(state)
     rest = flat(dl)
     assert collections.Counter(before + rest) == collections.Counter(ALL)
-    with pytest.warns(UserWarning, match="epoch 0 starts again without set_epoch"):
+    with pytest.warns(UserWarning, match="epoch 0 starts again without a new set_epoch"):
         assert flat(dl) == whole  # the state applied to one pass; then the whole epoch
     stream.set_epoch(1)
     assert sorted(flat(dl)) == ALL
@@ -97,3 +97,15 @@ def test_the_stream_cell_survives_pickling_and_refuses_a_state_over_its_capacity
             f"ShardStream.load_state_dict: the state text has {size} bytes but state_capacity is 16 (expected at "
             f"most 16; build the stream with state_capacity={size} or more)")):
         stream.load_state_dict(big)
+
+
+def test_set_epoch_to_the_loaded_epoch_after_its_resumed_pass_reads_the_whole_epoch():
+    stream = ShardStream(SHARDS, 1, 0, seed=4, tail="uneven")
+    dl = stream_loader(DataLoader, stream, "fork")
+    whole = flat(dl)
+    dl.load_state_dict({"format": 1, "sampler": "ShardStream", "state": stream.state_dict(4, 3, 2)})
+    dl.set_epoch(0)  # the usual loop: set_epoch(saved epoch) keeps the state for the resumed pass
+    assert len(flat(dl)) == len(ALL) - 12
+    dl.set_epoch(0)
+    with pytest.warns(UserWarning, match="epoch 0 starts again without a new set_epoch"):
+        assert flat(dl) == whole

@@ -121,9 +121,9 @@ class DataLoader(torch.utils.data.DataLoader):
         if (self._finished and not self._warned and source.epoch == self._pass_epoch and source.shuffle
                 and (self._kind == "stream" or source._pending is None)):
             self._warned = True
-            warnings.warn(f"DataLoader: epoch {source.epoch} starts again without set_epoch, so this pass repeats "
-                          "the last one's order; call loader.set_epoch(epoch) (or the sampler's) before each epoch",
-                          stacklevel=3)
+            warnings.warn(f"DataLoader: epoch {source.epoch} starts again without a new set_epoch, so this pass "
+                          "repeats the last one's order; call loader.set_epoch(epoch) (or the sampler's) before each "
+                          "epoch", stacklevel=3)
         self._pass += 1
         self._pass_epoch = source.epoch
         self._received = 0

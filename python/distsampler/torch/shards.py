@@ -82,7 +82,9 @@ class ShardStream:
 
     @epoch.setter
     def epoch(self, epoch):
-        self._cell.write(_unsigned("ShardStream", "epoch", epoch), self._cell.text)
+        e = _unsigned("ShardStream", "epoch", epoch)
+        if e != self._cell.epoch:  # the same epoch again changes nothing (a loaded state stays used)
+            self._cell.write(e, self._cell.text)
 
     @property
     def _pending(self):
