@@ -240,9 +240,13 @@ def test_an_epoch_iterated_again_without_set_epoch_warns_once():
 
 
 def test_what_the_loader_cannot_position_is_refused():
-    with pytest.raises(ConfigError, match=re.escape("DataLoader: sampler SequentialSampler is not a distsampler "
-                                                    "sampler (expected a DistributedSampler or")):
+    with pytest.raises(ConfigError, match=re.escape("DataLoader: sampler=SequentialSampler is not a sampler this "
+                                                    "loader can checkpoint (expected a DistributedSampler or")):
         DataLoader(list(range(N)), batch_size=2)
+    batches = DistributedBatchSampler(list(range(N)), 2, 1, 0)
+    with pytest.raises(ConfigError, match=re.escape("DataLoader: sampler=DistributedBatchSampler is not a sampler "
+                                                    "this loader can checkpoint (expected a DistributedSampler")):
+        DataLoader(list(range(N)), sampler=batches)  # a batch sampler belongs in batch_sampler=
     with pytest.raises(ConfigError, match=re.escape("DataLoader: the IterableDataset Unknown holds no ShardStream "
                                                     "attribute (expected exactly one")):
         DataLoader(Unknown(), batch_size=2)

@@ -92,8 +92,8 @@ class DataLoader(torch.utils.data.DataLoader):
         allowed = {"stream": (ShardStream,), "batch": _BATCH, "sample": _PER_SAMPLE}[self._kind]
         if not isinstance(self._source, allowed):
             arg = "batch_sampler" if self._kind == "batch" else "sampler"
-            raise ConfigError(f"DataLoader: {arg} {type(self._source).__name__} is not a distsampler sampler (expected "
-                              f"{_EXPECTED}; use torch.utils.data.DataLoader for other samplers)")
+            raise ConfigError(f"DataLoader: {arg}={type(self._source).__name__} is not a sampler this loader can "
+                              f"checkpoint (expected {_EXPECTED}; use torch.utils.data.DataLoader for other samplers)")
         if padding_mask and isinstance(self._source, DistributedWeightedRandomSampler):
             raise ConfigError("DataLoader: padding_mask=True is not available for DistributedWeightedRandomSampler "
                               "(its draws carry no padding flag; expected padding_mask=False)")
