@@ -307,3 +307,16 @@ def test_padding_mask_after_a_resume_marks_the_slots_of_the_resumed_pass():
     rest = list(resumed)
     assert [bool(b.is_padding[0]) for b in first + rest] == [False, False, True]
     assert [b.data for b in first + rest][:2] == [[i] for i in s][:2]  # a duplicate fills the padding slot
+
+
+def test_sampler_state_dict_raises_while_the_last_prefetched_batches_are_undelivered():
+    s = DistributedSampler(list(range(N)), 4, 0, seed=5)
+    it = iter(torch.utils.data.DataLoader(list(range(N)), batch_size=2, sampler=s, num_workers=2, collate_fn=as_list))
+    got = [next(it) for _ in range(12)]  # of 15; 2 x 2 in flight, so the sampler ran out 3 batches ago
+    with pytest.raises(ConfigError, match=re.escape(
+            "DistributedSampler.state_dict: this rank handed out all 30 indices of epoch 0 but the DataLoader has not "
+            "delivered its last 3 batches to the training loop yet: pass samples=<indices the loop received per "
+            "rank> or checkpoint with distsampler.torch.DataLoader.state_dict()")):
+        s.state_dict()
+    got += list(it)
+    assert len(got) == 15 and s.state_dict() == s.state_dict(samples=30)

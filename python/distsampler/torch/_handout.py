@@ -10,7 +10,8 @@ it is at hand:
   to its sampler (``attach``);
 - torchdata's ``StatefulDataLoader``, which calls ``state_dict()`` at the moment it hands a
   batch to a worker and pairs that state with that batch (recognised by its module path);
-- nobody, at the epoch's boundaries: nothing handed out yet, or the iteration finished.
+- nobody, at the epoch's boundaries: nothing handed out yet, or the iteration finished
+  and the loader that ran it out (torch's multi-process iterator) delivered every batch.
 
 Anywhere else it raises ``ConfigError`` naming the argument to pass instead.
 """
@@ -34,6 +35,27 @@ def detached_state(state):
     """`state` (a sampler's __dict__ copy) without the loader link, which does not pickle."""
     state.pop("_loop", None)
     return state
+
+
+def prefetching_iterator():
+    """A weak reference to torch's multi-process DataLoader iterator drawing from the
+    sampler's iterator now (it hands batches to workers ahead of the loop), else None."""
+    frame = sys._getframe(2)
+    for _ in range(_CALLER_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_try_put_index":
+            it = frame.f_locals.get("self")
+            if hasattr(it, "_send_idx") and hasattr(it, "_rcvd_idx"):
+                return weakref.ref(it)
+        frame = frame.f_back
+    return None
+
+
+def _undelivered(progress):
+    ref = progress.drawn_by
+    it = ref() if ref is not None else None
+    return 0 if it is None else max(0, it._send_idx - it._rcvd_idx)
 
 
 def _snapshotting_caller():
@@ -61,8 +83,16 @@ def recorded(sampler, progress, who, argument, noun):
     if progress is None:
         return 0
     taken = progress.taken()
-    if taken == 0 or progress.finished or _snapshotting_caller():
+    if taken == 0 or _snapshotting_caller():
         return taken
+    if progress.finished:
+        behind = _undelivered(progress)
+        if behind == 0:
+            return taken
+        raise ConfigError(
+            f"{who}: this rank handed out all {taken} {noun} of epoch {progress.epoch} but the DataLoader has not "
+            f"delivered its last {behind} batches to the training loop yet: pass {argument}=<{noun} the loop "
+            "received per rank> or checkpoint with distsampler.torch.DataLoader.state_dict()")
     raise ConfigError(
         f"{who}: this rank handed out {taken} {noun} of epoch {progress.epoch} but a DataLoader with workers "
         f"prefetches, so what the training loop received is unknown: pass {argument}=<{noun} the loop received "
