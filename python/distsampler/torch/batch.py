@@ -95,9 +95,10 @@ class _StepSampler(Sampler):
         yield from self._pass(core)
 
     def state_dict(self, batches=None):
-        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so
-        far, or after the first ``batches`` micro-batches of the latest iteration on
-        every rank (a DataLoader with workers draws ahead: pass what the loop consumed)."""
+        """``{"format": 1, "epoch": e, "state": text}`` after the first ``batches``
+        micro-batches of the latest iteration on every rank (what the loop received).
+        Without ``batches``, as ``DistributedSampler.state_dict`` without ``samples``: mid-epoch
+        it raises ``ConfigError`` unless a loader that knows what the loop received asks."""
         if self._pending is not None and batches is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress

@@ -41,8 +41,8 @@ class DistributedSampler(_TorchDistributedSampler):
     (``num_samples * num_replicas``; N under ``tail="uneven"``), plus ``order``, ``tail``.
 
     Checkpointing (torchdata ``StatefulDataLoader`` protocol): ``state_dict()`` records the
-    epoch and how many indices the latest iterator handed out (as a position of the
-    epoch's global order, so it loads on any world size); ``load_state_dict(sd)`` takes
+    epoch and the position the training loop reached (a position of the epoch's global
+    order, so it loads on any world size; see ``state_dict``); ``load_state_dict(sd)`` takes
     effect at the next ``__iter__``, which yields exactly the rest of that epoch.
     ``set_epoch`` with another epoch discards a loaded state that was not yet iterated.
 
@@ -140,14 +140,16 @@ class DistributedSampler(_TorchDistributedSampler):
     def state_dict(self, samples=None):
         """``{"format": 1, "epoch": e, "state": text}``: the epoch and the position reached.
 
-        The position is what the latest ``iter()`` of this epoch handed out (all of it once
-        exhausted); before any iteration of the epoch, its start. A state loaded but not
-        yet iterated is returned as loaded. ``state`` is the C++ ``SamplerState`` text.
-
-        ``samples``: record instead that every rank consumed its first ``samples`` indices
-        of the latest iteration (a plain DataLoader with workers draws indices ahead of the
-        batches it delivered: pass ``batches_done * batch_size`` there). Raises
-        ``ConfigError`` when it exceeds what this rank's iteration has.
+        ``samples``: every rank's loop received the first ``samples`` indices of the latest
+        iteration (``batches_done * batch_size``). Without it: the epoch's start before any
+        iteration, its end once the iteration finished (and a prefetching DataLoader
+        delivered all), what ``distsampler.torch.DataLoader`` returned when it drives this
+        sampler, or what was handed out when torchdata's ``StatefulDataLoader`` asks (it
+        pairs the state with the batch handed out); anywhere else mid-epoch a DataLoader
+        may have prefetched, so it raises ``ConfigError`` naming ``samples=``. A state
+        loaded but not yet iterated is returned as loaded. ``state`` is the C++
+        ``SamplerState`` text. Raises ``ConfigError`` when ``samples`` exceeds what this
+        rank's iteration has.
         """
         if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}

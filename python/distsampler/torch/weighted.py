@@ -99,8 +99,9 @@ class DistributedWeightedRandomSampler(Sampler):
         yield from _generate(progress, core.chunk, core.size)
 
     def state_dict(self, samples=None):
-        """``{"format": 1, "epoch": e, "state": text}``: what the latest iteration handed
-        out, or its first ``samples`` indices on every rank."""
+        """``{"format": 1, "epoch": e, "state": text}`` after the first ``samples`` indices of
+        the latest iteration on every rank; without ``samples`` as
+        ``DistributedSampler.state_dict`` (mid-epoch it raises unless a loader that knows asks)."""
         if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress
