@@ -16,6 +16,8 @@
 - ``MixtureBatchSampler``: micro-batches mixing several sources in exact per-step
   proportions, as global indices into their concatenation (``ConcatDataset``).
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
+- ``DataLoader``: torch's ``DataLoader`` over these samplers whose ``state_dict`` names
+  the batches the training loop received (never what workers prefetched).
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
 The world (rank and world size) comes from the explicit arguments when given, else from
@@ -25,13 +27,14 @@ The world (rank and world size) comes from the explicit arguments when given, el
 rank=0`` for one process.
 
 Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``tokens``,
-``mixture``, ``weighted``, ``guard``); import the names from ``distsampler.torch``, the
+``mixture``, ``weighted``, ``guard``, ``loader``); import the names from ``distsampler.torch``, the
 path every public class reports as its ``__module__`` (and pickles record).
 """
 
 from ._common import default_torch_generation
 from .batch import DistributedBatchSampler
 from .guard import guard
+from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
@@ -50,4 +53,6 @@ __all__ = [
     "DistributedWeightedRandomSampler",
     "guard",
     "default_torch_generation",
+    "DataLoader",
+    "MaskedBatch",
 ]
