@@ -131,7 +131,7 @@ void print_steps(Output& out, const Sampler& s, std::uint64_t n, std::uint64_t r
   for (std::uint64_t step = 0; step < n; ++step) {
     auto& line = out.buffer();
     fmt::format_to(std::back_inserter(line), "step {} rank {}:", step, r);
-    for (std::uint64_t k = 0; k < s.micro_batches_per_step(); ++k) {
+    for (std::uint64_t k = 0; k < s.micro_batches_in_step(step); ++k) {
       line += " [";
       const auto batch = s.micro_batch(step, k);
       for (std::size_t e = 0; e < batch.size(); ++e) {

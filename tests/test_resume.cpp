@@ -144,7 +144,7 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
   const std::uint64_t epoch = rng() % 5;
   Tally tally(n);
   SamplerState state;
-  std::uint64_t last_remaining = 0, last_g = 1;
+  std::uint64_t last_dropped = 0;
   for (std::size_t seg = 0; seg < shapes.size(); ++seg) {
     const Shape& sh = shapes[seg];
     const bool last = seg + 1 == shapes.size();
@@ -161,10 +161,13 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
       }
     }
     const auto& first = ranks[0];
-    last_remaining = n - first.start();
-    last_g = first.global_batch_size();
+    // Drop leaves out the tail of the segment's grid: the epoch's last N mod G positions
+    // when the segment starts at the end of one of its rounds, else (N - start) mod G.
+    const std::uint64_t start = first.start(), g = first.global_batch_size();
+    const std::uint64_t round = sh.micro_batch_size * sh.world_size, tail_begin = n - n % g;
+    last_dropped = start % round != 0 ? (n - start) % g : start >= tail_begin ? n - start : n % g;
     std::uint64_t steps = last ? first.num_steps() : rng() % (first.num_steps() + 1), rounds = 0;
-    if (!last && steps < first.num_steps() && rng() % 2 == 0) rounds = rng() % sh.accumulation_steps;
+    if (!last && steps < first.num_steps() && rng() % 2 == 0) rounds = rng() % first.micro_batches_in_step(steps);
     for (const auto& s : ranks) {
       REQUIRE(s.num_steps() == first.num_steps());
       for (std::uint64_t worker = 0; worker < sh.num_workers; ++worker) {
@@ -185,7 +188,7 @@ void batch_chain(std::uint64_t n, const std::vector<Shape>& shapes, Tail tail, S
   CHECK(tally.count(0) + tally.count(1) == n);
   if (tail == Tail::drop) {
     CHECK(tally.padding == 0);
-    CHECK(tally.count(0) == last_remaining % last_g);
+    CHECK(tally.count(0) == last_dropped);
   } else {
     CHECK(tally.count(1) == n);
     if (tail == Tail::uneven) CHECK(tally.padding == 0);

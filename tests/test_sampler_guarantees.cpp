@@ -54,7 +54,7 @@ struct BatchSnapshot {
   explicit BatchSnapshot(const Batches& b)
       : epoch(b.epoch()), start(b.start()), steps(b.num_steps()), state(b.state(b.num_steps() / 2)) {
     for (std::uint64_t s = 0; s < b.num_steps(); ++s) {
-      for (std::uint64_t k = 0; k < b.micro_batches_per_step(); ++k) batches.push_back(b.micro_batch(s, k));
+      for (std::uint64_t k = 0; k < b.micro_batches_in_step(s); ++k) batches.push_back(b.micro_batch(s, k));
     }
   }
   bool operator==(const BatchSnapshot& o) const {

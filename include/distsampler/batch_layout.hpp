@@ -16,22 +16,35 @@ DISTSAMPLER_NAMESPACE_BEGIN
 
 /// The split of positions [start, N) of an epoch's order into optimizer steps, micro-batch
 /// rounds and ranks. With m = micro_batch_size, W = world_size, K = accumulation_steps and
-/// G = m * W * K, step s holds positions [start + s*G, start + (s+1)*G); within it round
-/// k (0..K-1) holds the next m*W positions and rank r the r-th run of m of them:
+/// G = m * W * K, the epoch's grid cuts the order from position 0 into steps of G; grid
+/// step s holds positions [s*G, (s+1)*G), its round k (0..K-1) the next m*W positions and
+/// rank r the r-th run of m of them:
 ///
-///     position(s, k, r, e) = start + s*G + (k*W + r)*m + e,   e < m
+///     grid position(s, k, r, e) = s*G + (k*W + r)*m + e,   e < m
 ///
 /// So the positions of a step depend only on G, never on how G factors into W and K, and
 /// after k rounds of a step the consumed positions are a prefix of the order. The tail
-/// (the last R mod G positions, R = N - start) follows BatchSamplerOptions: drop leaves
-/// them out, pad adds a step whose slots past them wrap to position (j - R mod G) mod N
+/// (the last N mod G positions) follows BatchSamplerOptions: drop leaves them out, pad
+/// adds a step whose slots past them wrap to position (j - N mod G) mod N of the epoch
 /// (flagged by is_padding), uneven adds a step spreading exactly them over the W*K
 /// micro-batch slots (sizes differ by at most 1).
+///
+/// A layout from `start` (a resumed epoch) continues that grid when `start` is where a
+/// run of this shape can stop, the end of some round: start a multiple of m*W before
+/// the tail, or inside the tail the end of one of its rounds. Then step 0 is the rest of
+/// grid step s0 = start / G, its last K - k0 rounds (k0 = lead(), the rounds of s0 done
+/// before `start`, every rank alike), and step i > 0 is grid step s0 + i whole: the layout
+/// reads exactly the positions, padding and tail the uninterrupted run of this shape
+/// reads after `start`. Any other start (an elastic resume whose saved position is not
+/// at a round end of the new shape) begins a new grid at `start`: steps of G from there,
+/// the tail being the last (N - start) mod G positions, padding still wrapping to
+/// position 0; every position of [start, N) is read once (drop: minus that tail). Either
+/// way every rank has micro_batches(step) rounds in each step.
 ///
 /// Pure integer math, like StridedPartition: O(1) time and memory per call, no overflow
 /// for any 64-bit N (G is checked at construction; positions past N are never formed).
 /// Per-slot functions take (step, k, r, e) unchecked: step < num_steps(), k <
-/// accumulation_steps(), r < world_size(), e < length(step, k, r). A value type; noexcept
+/// micro_batches(step), r < world_size(), e < length(step, k, r). A value type; noexcept
 /// after construction; deterministic.
 class BatchLayout {
  public:
@@ -88,46 +101,55 @@ class BatchLayout {
   /// G = micro_batch_size x world_size x accumulation_steps.
   [[nodiscard]] constexpr std::uint64_t global_batch_size() const noexcept { return g_; }
   [[nodiscard]] constexpr Tail tail() const noexcept { return tail_; }
-  /// Steps of the layout, the same on every rank: floor(R / G), plus 1 for a partial
-  /// last step under pad and uneven.
+  /// Steps of the layout, the same on every rank: the grid's steps from the one step 0
+  /// continues, counting a partial last step under pad and uneven.
   [[nodiscard]] constexpr std::uint64_t num_steps() const noexcept { return num_steps_; }
-  /// Steps that hold G real positions: floor(R / G).
-  [[nodiscard]] constexpr std::uint64_t full_steps() const noexcept { return full_steps_; }
-  /// Positions of the partial last step: R mod G.
+  /// Steps before the tail's partial step (the first of them may lack lead() rounds).
+  [[nodiscard]] constexpr std::uint64_t full_steps() const noexcept { return full_ > first_ ? full_ - first_ : 0; }
+  /// Positions of the grid's partial last step: (N - origin()) mod G.
   [[nodiscard]] constexpr std::uint64_t remainder() const noexcept { return rem_; }
+
+  /// Micro-batch rounds of `step`: accumulation_steps(), less lead() in step 0.
+  [[nodiscard]] constexpr std::uint64_t micro_batches(std::uint64_t step) const noexcept {
+    return step == 0 ? k_ - lead_ : k_;
+  }
+  /// Rounds of the grid step that step 0 continues which were read before start().
+  [[nodiscard]] constexpr std::uint64_t lead() const noexcept { return lead_; }
+  /// The first grid position of this layout's grid: 0, or start() when it begins a new grid.
+  [[nodiscard]] constexpr std::uint64_t origin() const noexcept { return origin_; }
 
   /// Samples in micro-batch k of rank r in `step`: m, except in the last step under uneven.
   [[nodiscard]] constexpr std::uint64_t length(std::uint64_t step, std::uint64_t k, std::uint64_t r) const noexcept {
     if (!uneven_last(step)) return m_;
-    const std::uint64_t slot = k * w_ + r, all = k_ * w_;
+    const std::uint64_t slot = round_of(step, k) * w_ + r, all = k_ * w_;
     return rem_ / all + (slot < rem_ % all ? 1 : 0);
   }
 
   /// The epoch-order position of element e of rank r's micro-batch k in `step` (< N).
   [[nodiscard]] constexpr std::uint64_t position(std::uint64_t step, std::uint64_t k, std::uint64_t r,
                                                  std::uint64_t e) const noexcept {
-    const std::uint64_t base = start_ + step * g_;
+    const std::uint64_t gs = first_ + step, base = origin_ + gs * g_, round = round_of(step, k);
     if (uneven_last(step)) {
-      const std::uint64_t slot = k * w_ + r, all = k_ * w_;
+      const std::uint64_t slot = round * w_ + r, all = k_ * w_;
       return base + slot * (rem_ / all) + std::min(slot, rem_ % all) + e;
     }
-    const std::uint64_t j = (k * w_ + r) * m_ + e;
-    if (step < full_steps_ || j < rem_) return base + j;
+    const std::uint64_t j = (round * w_ + r) * m_ + e;
+    if (gs < full_ || j < rem_) return base + j;
     return (j - rem_) % n_;  // Tail::pad: wrap around to the start of the epoch's order
   }
 
   /// True when that slot is padding (pad's last step, past the real positions).
   [[nodiscard]] constexpr bool is_padding(std::uint64_t step, std::uint64_t k, std::uint64_t r,
                                           std::uint64_t e) const noexcept {
-    if (step < full_steps_ || tail_ != Tail::pad) return false;
-    return (k * w_ + r) * m_ + e >= rem_;
+    if (first_ + step < full_ || tail_ != Tail::pad) return false;
+    return (round_of(step, k) * w_ + r) * m_ + e >= rem_;
   }
 
   /// The epoch's consumed prefix after every rank finished `steps_done` steps and, in the
-  /// next step, `micro_batches_done` rounds: start + steps_done * G + rounds * m * W, up to
-  /// N (inside uneven's last step, the slots' share of the remainder). Throws
-  /// config_error, prefixed by `who`, when steps_done > num_steps(), micro_batches_done >=
-  /// accumulation_steps, or micro_batches_done > 0 at the end. O(1).
+  /// next step, `micro_batches_done` rounds: start() for (0, 0), else the grid position
+  /// where that round ends, up to N (inside uneven's last step, the slots' share of the
+  /// remainder). Throws config_error, prefixed by `who`, when steps_done > num_steps(),
+  /// micro_batches_done >= micro_batches(steps_done), or micro_batches_done > 0 at the end. O(1).
   [[nodiscard]] std::uint64_t consumed(std::uint64_t steps_done, std::uint64_t micro_batches_done,
                                        std::string_view who) const {
     if (steps_done > num_steps_) {
@@ -135,23 +157,23 @@ class BatchLayout {
                                  " exceeds num_steps " + std::to_string(num_steps_) + " (expected 0.." +
                                  std::to_string(num_steps_) + ")");
     }
-    if (micro_batches_done >= k_ || (micro_batches_done != 0 && steps_done == num_steps_)) {
+    const std::uint64_t rounds = steps_done == num_steps_ ? 1 : micro_batches(steps_done);
+    if (micro_batches_done >= rounds) {
       detail::throw_config_error(std::string(who) + ": micro_batches_done " + std::to_string(micro_batches_done) +
-                                 " is out of range (expected 0.." +
-                                 std::to_string(steps_done == num_steps_ ? 0 : k_ - 1) + ")");
+                                 " is out of range (expected 0.." + std::to_string(rounds - 1) + ")");
     }
+    if (steps_done == 0 && micro_batches_done == 0) return start_;
+    const std::uint64_t gs = first_ + steps_done, gk = round_of(steps_done, micro_batches_done);
     const std::uint64_t round = m_ * w_;  // no overflow: divides g_
-    if (steps_done < full_steps_ || (steps_done == full_steps_ && micro_batches_done == 0)) {
-      return start_ + steps_done * g_ + micro_batches_done * round;
-    }
-    if (steps_done > full_steps_) return n_;
+    if (gs < full_ || (gs == full_ && gk == 0)) return origin_ + gs * g_ + gk * round;
+    if (gs > full_) return n_;
     // Inside the partial last step (pad or uneven).
-    const std::uint64_t base = start_ + full_steps_ * g_;
+    const std::uint64_t base = origin_ + full_ * g_;
     if (tail_ == Tail::pad) {
-      const std::uint64_t done = micro_batches_done * round;
+      const std::uint64_t done = gk * round;
       return done >= rem_ ? n_ : base + done;
     }
-    const std::uint64_t slots = micro_batches_done * w_, all = k_ * w_;
+    const std::uint64_t slots = gk * w_, all = k_ * w_;
     return base + slots * (rem_ / all) + std::min(slots, rem_ % all);
   }
 
@@ -163,14 +185,56 @@ class BatchLayout {
  private:
   constexpr void rebase(std::uint64_t start) noexcept {
     start_ = start;
-    const std::uint64_t remaining = n_ - start_;
-    full_steps_ = remaining / g_;
+    origin_ = start;
+    first_ = 0;
+    lead_ = 0;
+    if (start != 0 && start < n_) align(start);
+    const std::uint64_t remaining = n_ - origin_;
+    full_ = remaining / g_;
     rem_ = remaining % g_;
-    num_steps_ = full_steps_ + (rem_ != 0 && tail_ != Tail::drop ? 1 : 0);
+    num_steps_ = full_ + (rem_ != 0 && tail_ != Tail::drop ? 1 : 0) - first_;
+  }
+
+  // Continues the epoch's grid when `start` is the end of one of its rounds (see the class
+  // comment): sets origin_ = 0, first_ and lead_; leaves a new grid at `start` otherwise.
+  constexpr void align(std::uint64_t start) noexcept {
+    const std::uint64_t round = m_ * w_, tail_rem = n_ % g_, tail_begin = n_ - tail_rem;
+    std::uint64_t slots = 0;  // micro-batch slots of the grid step done before `start`
+    if (start < tail_begin || tail_ == Tail::drop) {
+      if (start % round != 0) return;
+      first_ = start / g_;
+      lead_ = start % g_ / round;
+      origin_ = 0;
+      return;
+    }
+    const std::uint64_t d = start - tail_begin;  // 0 < d < tail_rem
+    if (tail_ == Tail::pad) {
+      if (d % round != 0) return;
+      slots = d / m_;
+    } else {
+      // Uneven: slot i holds q + 1 positions for i < r, else q; find the slots ending at d.
+      const std::uint64_t all = k_ * w_, q = tail_rem / all, r = tail_rem % all, wide = d / (q + 1);
+      if (d % (q + 1) == 0 && wide <= r) {
+        slots = wide;
+      } else if (q != 0 && wide >= r && (d - r * (q + 1)) % q == 0) {
+        slots = r + (d - r * (q + 1)) / q;
+      } else {
+        return;
+      }
+    }
+    if (slots % w_ != 0) return;
+    first_ = n_ / g_;
+    lead_ = slots / w_;
+    origin_ = 0;
+  }
+
+  // The grid round of micro-batch k of `step`.
+  [[nodiscard]] constexpr std::uint64_t round_of(std::uint64_t step, std::uint64_t k) const noexcept {
+    return step == 0 ? k + lead_ : k;
   }
 
   [[nodiscard]] constexpr bool uneven_last(std::uint64_t step) const noexcept {
-    return step == full_steps_ && tail_ == Tail::uneven;
+    return first_ + step == full_ && tail_ == Tail::uneven;
   }
 
   std::uint64_t n_ = 0;
@@ -180,8 +244,11 @@ class BatchLayout {
   std::uint64_t k_ = 1;
   std::uint64_t g_ = 1;
   Tail tail_ = Tail::drop;
-  std::uint64_t full_steps_ = 0;
-  std::uint64_t rem_ = 0;
+  std::uint64_t origin_ = 0;  // the grid's first position
+  std::uint64_t first_ = 0;   // the grid step that step 0 continues
+  std::uint64_t lead_ = 0;    // rounds of grid step first_ read before start_
+  std::uint64_t full_ = 0;    // grid steps of G real positions
+  std::uint64_t rem_ = 0;     // the grid's tail: positions past its full steps
   std::uint64_t num_steps_ = 0;
 };
 

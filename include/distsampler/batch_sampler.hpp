@@ -44,11 +44,27 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// n gets numbers w, w + n, ...; torch's dispatch order), so each worker slot has the same
 /// count on every rank.
 ///
-/// State and resume: `state(steps_done)` records consumed positions; `resume(state)`
-/// continues at exactly that position, with any world size, accumulation, micro-batch
-/// size or worker count: nothing of the epoch is repeated or skipped. Steps are numbered
-/// from the resume point. When G is unchanged and the state was saved at a step
-/// boundary, resumed step s equals step s + consumed / G of the uninterrupted run.
+/// State and resume: `state(steps_done, micro_batches_done)` records the consumed prefix;
+/// `resume(state)` continues at exactly that position, with any world size, accumulation,
+/// micro-batch size or worker count: nothing of the epoch is repeated or skipped (drop:
+/// minus its tail; pad: plus flagged padding). Steps are numbered from the resume point,
+/// and the epoch keeps its grid of G from position 0 whenever the saved position is the
+/// end of a micro-batch round of the resuming shape (always so when the shape is
+/// unchanged): resumed step 0 is then the rest of the interrupted step, its last K - k0
+/// micro-batches (k0 = layout().lead(), every rank alike; micro_batches_in_step(0) says
+/// how many), and resumed step i equals step s0 + i of the run that never stopped: the
+/// same micro-batches, the same tail (drop drops exactly the uninterrupted epoch's last
+/// N mod G positions; pad pads exactly as it does, from the start of the epoch; uneven
+/// spreads its remainder as it does). So with the same G and the same micro-batch round
+/// m*W, stop + resume yields the uninterrupted per-rank sequence, padding flags included.
+/// When the saved position is not a round end of the new shape (an elastic resume with
+/// another m*W), a new grid of G starts there: steps of G from the resume point, the
+/// tail the last (N - consumed) mod G positions, padding wrapping to the epoch's start;
+/// every step still has K micro-batches on every rank. One state cannot say more than
+/// its prefix: a state saved inside pad's last step after its last real position (only
+/// padding rounds left) or inside uneven's last step when only empty micro-batches are
+/// left records the end of the epoch, so the resumed run has no step left (the
+/// uninterrupted run would still read those padding or empty rounds of that step).
 ///
 /// This class composes three parts: the epoch's global order (EpochOrder, shared with
 /// DistributedSampler), the layout above (BatchLayout) and the worker deal (WorkerSchedule).
@@ -136,8 +152,16 @@ class DistributedBatchSampler {
   [[nodiscard]] std::uint64_t num_steps() const noexcept { return layout_.num_steps(); }
   /// num_steps(), the size of the step range.
   [[nodiscard]] std::uint64_t size() const noexcept { return layout_.num_steps(); }
-  /// Micro-batches per rank per step (= accumulation_steps).
+  /// Micro-batches per rank per step (= accumulation_steps); step 0 of a resumed epoch
+  /// may have fewer (micro_batches_in_step).
   [[nodiscard]] std::uint64_t micro_batches_per_step() const noexcept { return layout_.accumulation_steps(); }
+  /// Micro-batches of `step` on every rank: accumulation_steps, less the rounds of an
+  /// interrupted step read before the resume point in step 0 (see the class comment).
+  /// Throws std::out_of_range when step >= num_steps().
+  [[nodiscard]] std::uint64_t micro_batches_in_step(std::uint64_t step) const {
+    check(step, 0, "micro_batches_in_step");
+    return layout_.micro_batches(step);
+  }
 
   /// Selects `epoch` from its beginning. O(1), or O(N) for a materialising permutation
   /// when the epoch changes. Strong guarantee: on throw nothing changed; a retry rebuilds.
@@ -161,7 +185,8 @@ class DistributedBatchSampler {
   /// The state after every rank finished `steps_done` steps of this sampler and, within
   /// the next step, `micro_batches_done` micro-batch rounds. Save it on any rank (all
   /// ranks produce the same state). Throws config_error when steps_done > num_steps(),
-  /// micro_batches_done >= accumulation_steps, or micro_batches_done > 0 at the end. O(1).
+  /// micro_batches_done >= micro_batches_in_step(steps_done), or micro_batches_done > 0 at
+  /// the end. O(1).
   [[nodiscard]] SamplerState state(std::uint64_t steps_done, std::uint64_t micro_batches_done = 0) const {
     return order_.state(family, options_.tail,
                         layout_.consumed(steps_done, micro_batches_done, "DistributedBatchSampler::state"));
@@ -228,7 +253,7 @@ class DistributedBatchSampler {
   [[nodiscard]] std::vector<std::uint64_t> global_batch(std::uint64_t step) const {
     check(step, 0, "global_batch");
     std::vector<std::uint64_t> out;
-    for (std::uint64_t k = 0; k < layout_.accumulation_steps(); ++k) {
+    for (std::uint64_t k = 0; k < layout_.micro_batches(step); ++k) {
       for (std::uint64_t r = 0; r < world_.world_size; ++r) {
         const std::uint64_t len = layout_.length(step, k, r);
         for (std::uint64_t e = 0; e < len; ++e) out.push_back(index_at(step, k, r, e));
@@ -237,9 +262,27 @@ class DistributedBatchSampler {
     return out;
   }
 
-  /// This rank's micro-batches left in the epoch: num_steps() x accumulation_steps.
+  /// This rank's micro-batches left in the epoch: the sum of micro_batches_in_step.
   /// Throws config_error when that overflows 64 bits.
   [[nodiscard]] std::uint64_t micro_batch_count() const { return schedule(1).total(); }
+
+  /// This rank's micro-batch number j (< micro_batch_count()) in step-major order: which
+  /// step and micro-batch it is (see WorkerSchedule). Throws std::out_of_range past the count.
+  [[nodiscard]] MicroBatchId micro_batch_id(std::uint64_t j) const { return schedule(1).at(0, j); }
+
+  /// The state after this rank's first j micro-batches (every rank alike): state() of
+  /// micro_batch_id(j), or the end for j = micro_batch_count(). Throws config_error past it.
+  [[nodiscard]] SamplerState state_after_micro_batches(std::uint64_t j) const {
+    const WorkerSchedule all = schedule(1);
+    if (j > all.total()) {
+      detail::throw_config_error("DistributedBatchSampler::state_after_micro_batches: j " + std::to_string(j) +
+                                 " exceeds micro_batch_count " + std::to_string(all.total()) + " (expected 0.." +
+                                 std::to_string(all.total()) + ")");
+    }
+    if (j == all.total()) return state(num_steps());
+    const MicroBatchId id = all.at(0, j);
+    return state(id.step, id.micro_batch);
+  }
 
   /// How many of this rank's micro-batches worker `worker` of `num_workers` loads:
   /// the same for a given worker slot on every rank. Throws config_error for
@@ -266,7 +309,8 @@ class DistributedBatchSampler {
   class StepView {
    public:
     [[nodiscard]] std::uint64_t step() const noexcept { return step_; }
-    [[nodiscard]] std::uint64_t micro_batches() const noexcept { return sampler_->micro_batches_per_step(); }
+    /// This step's micro-batches (micro_batches_in_step). Throws std::out_of_range past num_steps().
+    [[nodiscard]] std::uint64_t micro_batches() const { return sampler_->micro_batches_in_step(step_); }
     [[nodiscard]] std::vector<std::uint64_t> micro_batch(std::uint64_t k) const {
       return sampler_->micro_batch(step_, k);
     }
@@ -351,7 +395,7 @@ class DistributedBatchSampler {
   }
 
   [[nodiscard]] WorkerSchedule schedule(std::uint64_t num_workers) const {
-    return WorkerSchedule(layout_.num_steps(), layout_.accumulation_steps(), num_workers, who);
+    return WorkerSchedule(layout_.num_steps(), layout_.accumulation_steps(), num_workers, who, layout_.lead());
   }
 
   void check(std::uint64_t step, std::uint64_t k, const char* what) const {
@@ -359,10 +403,13 @@ class DistributedBatchSampler {
       throw std::out_of_range("DistributedBatchSampler::" + std::string(what) + ": step " + std::to_string(step) +
                               " is out of range for num_steps " + std::to_string(layout_.num_steps()));
     }
-    if (k >= layout_.accumulation_steps()) {
+    const std::uint64_t rounds = layout_.micro_batches(step);
+    if (k >= rounds) {
       throw std::out_of_range("DistributedBatchSampler::" + std::string(what) + ": micro-batch " + std::to_string(k) +
-                              " is out of range for accumulation_steps " +
-                              std::to_string(layout_.accumulation_steps()));
+                              " is out of range for " +
+                              (rounds == layout_.accumulation_steps() ? "accumulation_steps "
+                                                                      : "the resumed step 0's micro_batches_in_step ") +
+                              std::to_string(rounds));
     }
   }
   void check_element(std::uint64_t step, std::uint64_t k, std::uint64_t e) const {

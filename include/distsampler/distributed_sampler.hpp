@@ -54,10 +54,13 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// done; `resume(state)` (or the constructor taking a state) continues at that position:
 /// the remainder R = N - consumed is split strided over this world, rank r reading
 /// positions consumed + r, consumed + r + W, ..., with the tail policy applied to R (pad:
-/// ceil(R / W) each, padding wrapping to the start of the remainder and flagged; drop:
+/// ceil(R / W) each, padding wrapping to the start of the epoch and flagged; drop:
 /// floor(R / W); uneven: every remaining position once). Resume any number of times,
 /// changing world_size each time: over the chain every sample of the epoch is read
 /// exactly once (pad: plus flagged padding; drop: minus what the last segment drops).
+/// On the same world a state saved by state(samples_done) is at a multiple of W, so R
+/// mod W = N mod W and the resumed slots are the uninterrupted run's slots samples_done
+/// onwards, index for index, padding (the same duplicates) and drop included.
 ///
 ///     auto saved = sampler8.state(100).to_text();                 // on any rank
 ///     DistributedSampler<> s3(n, world3, opts, SamplerState::from_text(saved));
@@ -205,9 +208,10 @@ class DistributedSampler {
   [[nodiscard]] std::uint64_t get(std::uint64_t i) const noexcept { return order_.index(position(i)); }
 
   /// The position of this epoch's global order slot i reads (i < size(); unchecked):
-  /// start() + r + i * W for rank r (padding wraps to the start of the segment).
+  /// start() + r + i * W for rank r; the t-th padding slot repeats position t mod N, the
+  /// start of the epoch (StridedPartition::epoch_position).
   [[nodiscard]] std::uint64_t position(std::uint64_t i) const noexcept {
-    return order_.start() + partition_.source_position(i);
+    return partition_.epoch_position(i, order_.start());
   }
 
   /// The dataset index at `position` of this epoch's global order (shared by all ranks),

@@ -81,6 +81,18 @@ class StridedPartition {
     return (rank_ - left) % n_;
   }
 
+  /// The epoch position slot i reads (i < size()) when this partition splits what is left
+  /// of an epoch of start + dataset_size() positions after its prefix [0, start): start +
+  /// source_position(i) for a real slot, and for the t-th padding slot past the end
+  /// position t mod (start + dataset_size()), as the epoch read whole pads (torch's
+  /// wrap-around from the epoch's start). So a run resumed at a multiple of world_size
+  /// pads with exactly the uninterrupted run's duplicates. O(1), no overflow.
+  [[nodiscard]] constexpr std::uint64_t epoch_position(std::uint64_t i, std::uint64_t start) const noexcept {
+    const std::uint64_t base = i * world_size_, left = n_ - base;
+    if (rank_ < left) return start + base + rank_;
+    return (rank_ - left) % (start + n_);
+  }
+
   friend constexpr bool operator==(const StridedPartition& a, const StridedPartition& b) noexcept {
     return a.n_ == b.n_ && a.rank_ == b.rank_ && a.world_size_ == b.world_size_ && a.tail_ == b.tail_;
   }

@@ -62,7 +62,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///
 /// `next(k)` returns up to k indices of this rank's share (nullopt once the pass is done).
 /// States are SamplerStates, so `load`/`resume` continue on another world size (elastic):
-/// the rest of the epoch is read exactly once. `reset(new_size)` with another size rebuilds
+/// the rest of the epoch is read exactly once; on the same world, save/load continues the
+/// uninterrupted pass index for index (Tail::pad's duplicates repeat the epoch's first
+/// positions, as without the stop). `reset(new_size)` with another size rebuilds
 /// the share for the same world and options. Throws config_error from the constructor as
 /// DistributedSampler does; see above for the rest.
 template <class Permutation = FeistelPermutation>
@@ -175,7 +177,8 @@ class TorchSampler : public detail::SharedPassSampler<TorchSampler<Permutation>,
 /// micro-batch (micro_batch_size indices, whatever batch size the loader asks for: set the
 /// DataLoader's batch_size to the micro-batch size), step by step, accumulation round by
 /// round. Every rank yields the same number of micro-batches per pass; batch j of a pass
-/// is micro-batch j % accumulation_steps of step j / accumulation_steps.
+/// is the batch sampler's micro_batch_id(j) (micro-batch j % accumulation_steps of step
+/// j / accumulation_steps, unless a mid-step resume left its step 0 shorter).
 ///
 /// The batch sampler is taken as it is: one already resumed continues its resumed
 /// position in the first pass. Its `epoch_mode` option is the adapter's EpochMode. States
@@ -225,15 +228,14 @@ class TorchBatchSampler
 
   static torch::optional<BatchRequestType> take(Core& core, char& /*progress*/, std::size_t /*batch_size*/,
                                                 std::uint64_t handed) {
-    const std::uint64_t k = core.micro_batches_per_step();
-    if (handed >= core.num_steps() * k) return torch::nullopt;
-    const auto indices = core.micro_batch(handed / k, handed % k);
+    if (handed >= core.micro_batch_count()) return torch::nullopt;
+    const MicroBatchId id = core.micro_batch_id(handed);
+    const auto indices = core.micro_batch(id.step, id.micro_batch);
     return BatchRequestType(indices.begin(), indices.end());
   }
 
   static SamplerState state_at(const Core& core, const char& /*progress*/, std::uint64_t batches) {
-    const std::uint64_t k = core.micro_batches_per_step();
-    return core.state(batches / k, batches % k);
+    return core.state_after_micro_batches(batches);
   }
 
   static SamplerState decode(const torch::Tensor& tensor, const std::string& who, const Core& /*core*/) {

@@ -157,7 +157,9 @@ namespace detail {
 ///    num_samples at most the samples with positive weight.
 ///
 /// State: `state(samples_done)` and `resume` as DistributedSampler (family "weighted",
-/// layout = hash of the weights): consumed positions of the epoch, on any world size.
+/// layout = hash of the weights): consumed positions of the epoch, on any world size;
+/// padding repeats the epoch's first positions, so a same-world resume continues the
+/// uninterrupted run index for index.
 /// Throws config_error for bad weights (AliasTable), num_samples above the positive
 /// weights without replacement, a bad World; state_error from resume. Strong guarantee
 /// for set_epoch and resume. Deterministic. Const members may run concurrently.
@@ -206,7 +208,7 @@ class WeightedSampler {
   /// This rank's i-th index (i < size()). Throws std::out_of_range otherwise.
   [[nodiscard]] std::uint64_t operator[](std::uint64_t i) const {
     if (i >= size()) throw std::out_of_range(detail::out_of_range_message(who, "i", i, "size", size()));
-    return index_at_position(start_ + partition_.source_position(i));
+    return index_at_position(partition_.epoch_position(i, start_));
   }
 
   /// This rank's indices for the rest of the epoch. O(size()).

@@ -25,8 +25,11 @@ struct MicroBatchId {
   friend constexpr bool operator!=(const MicroBatchId& a, const MicroBatchId& b) noexcept { return !(a == b); }
 };
 
-/// A rank's num_steps x accumulation_steps micro-batches, numbered j = step *
-/// accumulation_steps + micro_batch (step-major), dealt to `num_workers` workers
+/// A rank's num_steps x accumulation_steps micro-batches, less `lead` of step 0 (a resumed
+/// step's rounds read before the resume point; see BatchLayout::lead), numbered j from 0
+/// in step-major order: number j is micro-batch (j + lead) mod accumulation_steps - lead
+/// (0 after step 0) of step (j + lead) / accumulation_steps. They are dealt to
+/// `num_workers` workers
 /// round-robin: worker w loads numbers w, w + num_workers, w + 2 * num_workers, ...
 /// (torch DataLoader's dispatch order). Every rank with the same step count has the same
 /// count per worker slot, and the counts of two workers differ by at most 1.
@@ -35,21 +38,32 @@ struct MicroBatchId {
 class WorkerSchedule {
  public:
   /// Throws config_error, prefixed by `who`, when num_workers or accumulation_steps is 0,
-  /// or num_steps x accumulation_steps overflows 64 bits. `who` prefixes every error
-  /// message and must view static storage (a string literal).
+  /// num_steps x accumulation_steps overflows 64 bits, or lead >= accumulation_steps. `who`
+  /// prefixes every error message and must view static storage (a string literal).
   WorkerSchedule(std::uint64_t num_steps, std::uint64_t accumulation_steps, std::uint64_t num_workers,
-                 std::string_view who = "WorkerSchedule")
-      : k_(accumulation_steps), workers_(num_workers), who_(who) {
+                 std::string_view who = "WorkerSchedule", std::uint64_t lead = 0)
+      : k_(accumulation_steps), workers_(num_workers), lead_(lead), who_(who) {
     if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
     if (workers_ == 0) detail::throw_config_error(std::string(who) + ": num_workers is 0 (expected at least 1)");
     if (num_steps != 0 && k_ > UINT64_MAX / num_steps) {
       detail::throw_config_error(std::string(who) + ": num_steps " + std::to_string(num_steps) +
                                  " x accumulation_steps " + std::to_string(k_) + " overflows 64 bits");
     }
-    total_ = num_steps * k_;
+    if (lead_ >= k_) {
+      detail::throw_config_error(std::string(who) + ": lead " + std::to_string(lead_) +
+                                 " is out of range for accumulation_steps " + std::to_string(k_) +
+                                 " (expected 0.." + std::to_string(k_ - 1) + ")");
+    }
+    total_ = num_steps == 0 ? 0 : num_steps * k_ - lead_;
   }
 
-  /// Micro-batches of the rank: num_steps x accumulation_steps.
+  /// Micro-batch number j (< total(); unchecked) as a step and its micro-batch.
+  [[nodiscard]] MicroBatchId id(std::uint64_t j) const noexcept {
+    const std::uint64_t at = j + lead_, step = at / k_;
+    return MicroBatchId{step, at % k_ - (step == 0 ? lead_ : 0)};
+  }
+
+  /// Micro-batches of the rank: num_steps x accumulation_steps - lead (0 without steps).
   [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
   [[nodiscard]] std::uint64_t num_workers() const noexcept { return workers_; }
 
@@ -83,10 +97,9 @@ class WorkerSchedule {
   void check_worker(std::uint64_t worker) const {
     if (worker >= workers_) detail::throw_out_of_range(who_, "worker", worker, "num_workers", workers_);
   }
-  [[nodiscard]] MicroBatchId id(std::uint64_t j) const noexcept { return MicroBatchId{j / k_, j % k_}; }
-
   std::uint64_t k_ = 1;
   std::uint64_t workers_ = 1;
+  std::uint64_t lead_ = 0;
   std::uint64_t total_ = 0;
   std::string_view who_;
 };

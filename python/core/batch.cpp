@@ -31,20 +31,22 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
   py::class_<B> c(m, name);
   bind_step_sampler(c);
   c.def("micro_batch_length", &B::micro_batch_length)
-      // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
+
+      // Micro-batches number step-major from the resume point (micro_batch_id); returns
+      // those in [first, first + count) as lists.
       .def("micro_batches",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
-             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t total = b.micro_batch_count();
              if (first > total) first = total;
              if (count > total - first) count = total - first;
              std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
              {
                py::gil_scoped_release release;
                for (std::uint64_t j = 0; j < count; ++j) {
-                 const std::uint64_t id = first + j;
                  auto& v = out[static_cast<std::size_t>(j)];
                  v.resize(static_cast<std::size_t>(b.micro_batch_size()));
-                 v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+                 const ds::MicroBatchId at = b.micro_batch_id(first + j);
+                 v.resize(static_cast<std::size_t>(b.fill_micro_batch(at.step, at.micro_batch, v.data())));
                }
              }
              py::list result(out.size());
@@ -55,7 +57,7 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
       // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
       .def("micro_batch_block",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
-             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t total = b.micro_batch_count();
              const std::uint64_t width = b.micro_batch_size();
              if (first > total) first = total;
              if (count > total - first) count = total - first;
@@ -64,8 +66,9 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
              {
                py::gil_scoped_release release;
                for (std::uint64_t j = 0; j < count; ++j) {
-                 const std::uint64_t id = first + j;
-                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * width);
+                 const ds::MicroBatchId at = b.micro_batch_id(first + j);
+                 lengths[static_cast<std::size_t>(j)] =
+                     b.fill_micro_batch(at.step, at.micro_batch, values.data() + j * width);
                }
              }
              return py::make_tuple(to_array(std::move(values), b.dataset_size(),
@@ -73,11 +76,11 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
                                    to_list(lengths));
            })
       .def("micro_batch_array", [](const B& b, std::uint64_t id) {
-        const std::uint64_t k = b.micro_batches_per_step();
+        const ds::MicroBatchId at = b.micro_batch_id(id);
         std::vector<std::uint64_t> v(static_cast<std::size_t>(b.micro_batch_size()));
         {
           py::gil_scoped_release release;
-          v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+          v.resize(static_cast<std::size_t>(b.fill_micro_batch(at.step, at.micro_batch, v.data())));
         }
         const auto len = static_cast<py::ssize_t>(v.size());
         return to_array(std::move(v), b.dataset_size(), {len});

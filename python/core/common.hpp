@@ -134,7 +134,18 @@ void bind_step_sampler(py::class_<S>& c) {
       .def_property_readonly("global_batch_size", &S::global_batch_size)
       .def("state",
            [](const S& s, std::uint64_t steps, std::uint64_t micro) { return s.state(steps, micro).to_text(); })
-      .def("is_padding", &S::is_padding);
+      .def("is_padding", &S::is_padding)
+      // The rank's micro-batches in step-major order from the resume point; step 0 of a
+      // resumed epoch may hold fewer than accumulation_steps (micro_batches_in_step).
+      .def_property_readonly("micro_batch_count", &S::micro_batch_count)
+      .def("micro_batches_in_step", &S::micro_batches_in_step)
+      .def("micro_batch_id",
+           [](const S& s, std::uint64_t j) {
+             const ds::MicroBatchId id = s.micro_batch_id(j);
+             return py::make_tuple(id.step, id.micro_batch);
+           })
+      .def("state_after_micro_batches",
+           [](const S& s, std::uint64_t j) { return s.state_after_micro_batches(j).to_text(); });
 }
 
 }  // namespace distsampler_python

@@ -56,17 +56,19 @@ void register_mixture(py::module_& m) {
              const ds::MixtureIndex i = x.at(position);
              return py::make_tuple(i.source, i.index);
            })
-      // Micro-batches number step * K + k; those in [first, first + count) as lists of
-      // (source, index) pairs.
+      // Micro-batches number step-major from the resume point (micro_batch_id); those in
+      // [first, first + count) as lists of (source, index) pairs.
       .def("micro_batches", [](const X& x, std::uint64_t first, std::uint64_t count) {
-        const std::uint64_t k = x.micro_batches_per_step(), total = x.num_steps() * k;
+        const std::uint64_t total = x.micro_batch_count();
         if (first > total) first = total;
         if (count > total - first) count = total - first;
         std::vector<std::vector<ds::MixtureIndex>> out(static_cast<std::size_t>(count));
         {
           py::gil_scoped_release release;
-          for (std::uint64_t j = 0; j < count; ++j)
-            out[static_cast<std::size_t>(j)] = x.micro_batch((first + j) / k, (first + j) % k);
+          for (std::uint64_t j = 0; j < count; ++j) {
+            const ds::MicroBatchId at = x.micro_batch_id(first + j);
+            out[static_cast<std::size_t>(j)] = x.micro_batch(at.step, at.micro_batch);
+          }
         }
         py::list result(out.size());
         for (std::size_t j = 0; j < out.size(); ++j) {

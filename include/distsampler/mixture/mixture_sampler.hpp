@@ -115,7 +115,10 @@ struct SourceProgress {
 /// State: `state(steps_done)` records the epoch and the consumed stream prefix (the
 /// sources' passes and cursors follow from it: source_progress()); resume() continues
 /// exactly there on any world size, micro-batch size or accumulation whose global batch
-/// keeps the mixing block. The key names family "mixture", the epoch length, seed,
+/// keeps the mixing block, with the batch layout's grid (see BatchLayout): a state saved
+/// with the same shape, also mid-step (`state(steps_done, micro_batches_done)`), resumes
+/// as the uninterrupted run, its step 0 holding the interrupted step's remaining
+/// micro_batches_in_step(0) rounds. The key names family "mixture", the epoch length, seed,
 /// shuffle, tail, engine and a hash of sizes, block, schedule and end ("mixture settings").
 ///
 /// Throws config_error from the constructors (see MixtureSchedule for weights, sizes and
@@ -165,6 +168,18 @@ class MixtureSampler {
   [[nodiscard]] std::uint64_t accumulation_steps() const noexcept { return layout_.accumulation_steps(); }
   [[nodiscard]] std::uint64_t global_batch_size() const noexcept { return layout_.global_batch_size(); }
   [[nodiscard]] std::uint64_t micro_batches_per_step() const noexcept { return layout_.accumulation_steps(); }
+  /// Micro-batches of `step` on every rank: accumulation_steps, less in step 0 of a
+  /// resumed epoch the rounds of the interrupted step read before (BatchLayout::lead).
+  /// Throws std::out_of_range when step >= num_steps().
+  [[nodiscard]] std::uint64_t micro_batches_in_step(std::uint64_t step) const {
+    check(step, 0, "micro_batches_in_step");
+    return layout_.micro_batches(step);
+  }
+  /// This rank's micro-batch number j in step-major order (see WorkerSchedule). Throws
+  /// std::out_of_range when j >= the rank's micro-batch count.
+  [[nodiscard]] MicroBatchId micro_batch_id(std::uint64_t j) const { return schedule(1).at(0, j); }
+  /// This rank's micro-batches left in the epoch: the sum of micro_batches_in_step.
+  [[nodiscard]] std::uint64_t micro_batch_count() const { return schedule(1).total(); }
   [[nodiscard]] std::uint64_t num_steps() const noexcept { return layout_.num_steps(); }
   [[nodiscard]] std::uint64_t size() const noexcept { return layout_.num_steps(); }
 
@@ -246,7 +261,7 @@ class MixtureSampler {
   [[nodiscard]] std::vector<MixtureIndex> global_batch(std::uint64_t step) const {
     check(step, 0, "global_batch");
     std::vector<MixtureIndex> out;
-    for (std::uint64_t k = 0; k < layout_.accumulation_steps(); ++k) {
+    for (std::uint64_t k = 0; k < layout_.micro_batches(step); ++k) {
       for (std::uint64_t r = 0; r < world_.world_size; ++r) {
         const std::uint64_t len = layout_.length(step, k, r);
         for (std::uint64_t e = 0; e < len; ++e) out.push_back(at(layout_.position(step, k, r, e)));
@@ -258,10 +273,10 @@ class MixtureSampler {
   /// How many of this rank's micro-batches worker `worker` of `num_workers` loads, and
   /// which: the batch sampler's WorkerSchedule. Throws config_error for a bad worker.
   [[nodiscard]] std::uint64_t worker_micro_batch_count(std::uint64_t num_workers, std::uint64_t worker) const {
-    return WorkerSchedule(layout_.num_steps(), layout_.accumulation_steps(), num_workers, who).count(worker);
+    return schedule(num_workers).count(worker);
   }
   [[nodiscard]] std::vector<MicroBatchId> worker_schedule(std::uint64_t num_workers, std::uint64_t worker) const {
-    return WorkerSchedule(layout_.num_steps(), layout_.accumulation_steps(), num_workers, who).list(worker);
+    return schedule(num_workers).list(worker);
   }
 
   /// What saved states must match. O(1) (the layout hash is computed once).
@@ -275,6 +290,20 @@ class MixtureSampler {
     s.consumed = layout_.consumed(steps_done, micro_batches_done, "MixtureSampler::state");
     s.set_key(key());
     return s;
+  }
+
+  /// The state after this rank's first j micro-batches (every rank alike; j up to
+  /// micro_batch_count()). Throws config_error past it. O(1).
+  [[nodiscard]] SamplerState state_after_micro_batches(std::uint64_t j) const {
+    const WorkerSchedule all = schedule(1);
+    if (j > all.total()) {
+      detail::throw_config_error("MixtureSampler::state_after_micro_batches: j " + std::to_string(j) +
+                                 " exceeds micro_batch_count " + std::to_string(all.total()) + " (expected 0.." +
+                                 std::to_string(all.total()) + ")");
+    }
+    if (j == all.total()) return state(num_steps());
+    const MicroBatchId id = all.at(0, j);
+    return state(id.step, id.micro_batch);
   }
 
   /// Continues `state`'s epoch at its consumed position on this world and batch shape.
@@ -379,14 +408,20 @@ class MixtureSampler {
     layout_ = layout;
   }
 
+  [[nodiscard]] WorkerSchedule schedule(std::uint64_t num_workers) const {
+    return WorkerSchedule(layout_.num_steps(), layout_.accumulation_steps(), num_workers, who, layout_.lead());
+  }
+
   void check(std::uint64_t step, std::uint64_t k, const char* what) const {
     const std::string where = std::string(who) + "::" + what;
     if (step >= layout_.num_steps()) {
       throw std::out_of_range(detail::out_of_range_message(where, "step", step, "num_steps", layout_.num_steps()));
     }
-    if (k >= layout_.accumulation_steps()) {
-      throw std::out_of_range(
-          detail::out_of_range_message(where, "micro-batch", k, "accumulation_steps", layout_.accumulation_steps()));
+    if (k >= layout_.micro_batches(step)) {
+      throw std::out_of_range(detail::out_of_range_message(
+          where, "micro-batch", k,
+          layout_.lead() != 0 && step == 0 ? "the resumed step 0's micro_batches_in_step" : "accumulation_steps",
+          layout_.micro_batches(step)));
     }
   }
 

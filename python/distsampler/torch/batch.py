@@ -69,7 +69,9 @@ class _StepSampler(Sampler):
         return self._cpp(self.epoch).num_steps
 
     def __len__(self):
-        return self.num_steps * self.accumulation_steps
+        if self._pending is not None:
+            return self._prepared.micro_batch_count
+        return self._cpp(self.epoch).micro_batch_count
 
     def set_epoch(self, epoch):
         """Selects the epoch. A loaded state of another epoch is discarded."""
@@ -86,7 +88,7 @@ class _StepSampler(Sampler):
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
         self._progress = progress
-        return _generate(progress, self._fetcher(core), core.num_steps * core.accumulation_steps)
+        return _generate(progress, self._fetcher(core), core.micro_batch_count)
 
     def _resume_pass(self):
         # A generator, for the reason given in DistributedSampler._resume_pass.
@@ -108,17 +110,17 @@ class _StepSampler(Sampler):
             core = p.core
         else:
             core = self._cpp(self.epoch)
-        k = core.accumulation_steps
+        total = core.micro_batch_count
         if batches is None:
             current = p if p is not None and core is p.core else None
             taken = recorded(self, current, f"{self._who}.state_dict", "batches", "micro-batches")
         else:
             who = f"{self._who}.state_dict"
             taken = _unsigned(who, "batches", batches)
-            if taken > core.num_steps * k:
-                raise ConfigError(f"{who}: batches {taken} exceeds the {core.num_steps * k} micro-batches of "
-                                  f"this rank's pass (expected 0..{core.num_steps * k})")
-        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(taken // k, taken % k)}
+            if taken > total:
+                raise ConfigError(f"{who}: batches {taken} exceeds the {total} micro-batches of "
+                                  f"this rank's pass (expected 0..{total})")
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state_after_micro_batches(taken)}
 
     def load_state_dict(self, state_dict):
         """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
@@ -150,8 +152,8 @@ class DistributedBatchSampler(_StepSampler):
     The global batch G = micro_batch_size x num_replicas x accumulation_steps; step s
     consumes positions [s*G, (s+1)*G) of the epoch's global order, micro-batch round k
     its next micro_batch_size x num_replicas, and rank r the r-th run of those. Yields
-    ``num_steps * accumulation_steps`` micro-batches: lists of ints, or int64 NumPy
-    arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
+    ``len(self)`` micro-batches, ``accumulation_steps`` per step: lists of ints, or int64
+    NumPy arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
 
     Give ``accumulation_steps`` (default 1) or ``global_batch_size`` (a multiple of
     micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
@@ -164,7 +166,10 @@ class DistributedBatchSampler(_StepSampler):
     (``state_dict(batches=...)`` with the micro-batches the loop consumed when
     DataLoader workers draw ahead); the state counts positions of the global order, so it
     resumes on another world size, micro-batch size or accumulation (elastic resume) with
-    nothing repeated or skipped.
+    nothing repeated or skipped. With the same shape the resumed pass is the rest of the
+    uninterrupted one, padding and tail included: a state saved mid-step resumes with the
+    interrupted step's remaining micro-batches first (fewer than ``accumulation_steps``;
+    count them from the saved micro-batch when stepping the optimizer).
     """
 
     __module__ = PUBLIC_MODULE

@@ -214,9 +214,9 @@ class DataLoader(torch.utils.data.DataLoader):
             if isinstance(source, TokenBatchSampler):
                 flags = [False] * len(source._fetcher(core)(j, 1)[0])
             else:
-                k = core.accumulation_steps
+                step, k = core.micro_batch_id(j)
                 size = len(source._fetcher(core)(j, 1)[0])
-                flags = [core.is_padding(j // k, j % k, e) for e in range(size)]
+                flags = [core.is_padding(step, k, e) for e in range(size)]
         else:
             flags = self._stream_flags(j)
         if self._kind == "sample" and self.batch_size is None:
