@@ -42,7 +42,12 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// consumer, a few ranges and one strided entry ahead of it), so it resumes exactly once
 /// on any world size and worker count, and a resumed segment can be saved and resumed
 /// again. Resumed with the same world size and worker count after an equal stop inside
-/// the full rounds, every stream continues sample for sample where it stopped.
+/// the full rounds, every stream continues sample for sample where it stopped, padding
+/// flags included; only the samples a pad tail's flagged duplicates repeat may differ
+/// (they are the resumed segment's last samples, wrapping around it when fewer remain
+/// than padding slots). After any other stop (unequal per-worker progress, or inside the
+/// last partial round) the remaining positions are dealt anew: each still read once,
+/// but not in the uninterrupted streams' order.
 ///
 /// Node-aware reading: when World's local_world_size (> 1) divides world_size, runs are
 /// of 1 and max_open_shards divides canonical_streams, the N = world_size /
