@@ -74,6 +74,7 @@ struct IndexOptions {
     if (options.cache == CacheMode::use && cached) return std::move(*cached);
     if (options.cache == CacheMode::verify) {
       if (!cached) {
+        (void)index_file(path, format);  // a missing or malformed shard is the fault to name first
         detail::throw_config_error("shard " + path + " has no index at " + cache_path +
                                    " (expected one to verify): index it first");
       }
