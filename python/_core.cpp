@@ -546,6 +546,8 @@ void bind_weighted_sampler(py::module_& m) {
 
 }  // namespace
 
+void register_files(py::module_& m);  // python/core/files.cpp
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "C++ core of distsampler (use the distsampler package, not this module).";
   auto config = py::register_exception<ds::config_error>(m, "ConfigError", PyExc_ValueError);
@@ -563,6 +565,7 @@ PYBIND11_MODULE(_core, m) {
   bind_token_sampler(m);
   bind_mixture_sampler(m);
   bind_weighted_sampler(m);
+  register_files(m);
 
   m.def(
       "sampler",

@@ -1126,3 +1126,4 @@ def guard(sampler, group=None):
                     f"(every rank must build the sampler with the same {field}; ranks then read disjoint shares)"
                 )
     return gathered
+from .sharded import ShardedDataset, ShardedItem  # noqa: E402,F401  (the files family, re-exported)
