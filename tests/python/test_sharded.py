@@ -247,3 +247,19 @@ def test_bad_arguments_are_refused_naming_the_argument(tmp_path, monkeypatch, kw
     with pytest.raises(ConfigError, match=re.escape(message)):
         ShardedDataset(**args)
     assert not os.path.exists(paths[0] + ".dsidx"), "an argument was refused after the files were indexed"
+
+
+def test_the_dataset_pickles_under_the_package_path_and_describes_its_stream_to_guard(tmp_path):
+    import pickle
+
+    from distsampler.torch.guard import _describe
+
+    paths, expected = write_jsonl(str(tmp_path), [3, 2])
+    ds = ShardedDataset(paths, num_replicas=2, rank=1, seed=9)
+    data = pickle.dumps(ds, protocol=4)
+    assert b"distsampler.torch\x94" in data and b"distsampler.torch.sharded" not in data
+    copy = pickle.loads(data)
+    assert [item.record["id"] for item in copy] == [item.record["id"] for item in ds]
+    d = _describe(ds)
+    assert (d["sampler"], d["dataset_size"], d["seed"], d["tail"], d["rank"]) == ("ShardStream", len(expected), 9,
+                                                                                    "pad", 1)

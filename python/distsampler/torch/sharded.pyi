@@ -1,11 +1,11 @@
-# Type stubs of distsampler.sharded (ShardedDataset, ShardedItem), re-exported by distsampler.torch.
+# Type stub of distsampler.torch.sharded (ShardedDataset, ShardedItem), re-exported by distsampler.torch.
 # SPDX-License-Identifier: MIT
 import os
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import torch
 
-from .torch import ShardStream
+from .shards import ShardStream
 
 _Path = Union[str, "os.PathLike[str]"]
 

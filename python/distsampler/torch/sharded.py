@@ -19,23 +19,18 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
-from ._core import ConfigError
-from . import _core
+from .. import _core
+from .._core import ConfigError
+from ._common import PUBLIC_MODULE, _check_tail, _resolve_world
+from .shards import ShardStream
 
 __all__ = ["ShardedDataset", "ShardedItem"]
 
 _FORMATS = ("jsonl", "tar", "megatron", "npy")
 
-ShardedItem = collections.namedtuple("ShardedItem", ["record", "is_padding"])
+ShardedItem = collections.namedtuple("ShardedItem", ["record", "is_padding"], module=PUBLIC_MODULE)
 ShardedItem.__doc__ = ("A record and whether its slot is tail padding (a repeat of a record read elsewhere this "
                        "epoch, which exact evaluation masks).")
-
-
-def _torch_helpers():
-    # Imported when first needed: distsampler.torch re-exports this module at its end.
-    from . import torch as dtorch
-
-    return dtorch
 
 
 def _positive(who, name, value):
@@ -129,6 +124,8 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     (``self.stream``) underneath.
     """
 
+    __module__ = PUBLIC_MODULE
+
     def __init__(self, paths, format=None, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
                  cache_dir=None, threads=None, decode=None, return_padding=None, rebuild=False, cache=True,
                  max_open_files=8, num_workers=1):
@@ -155,10 +152,9 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         threads = _positive(who, "threads", threads)
         self.max_open_files = _positive(who, "max_open_files", max_open_files)
         self.num_workers = 1 if num_workers == 0 else _positive(who, "num_workers", num_workers)
-        dtorch = _torch_helpers()
         # The world and tail are checked before any file is read.
-        num_replicas, rank = dtorch._resolve_world(who, num_replicas, rank)
-        dtorch._check_tail(who, tail)
+        num_replicas, rank = _resolve_world(who, num_replicas, rank)
+        _check_tail(who, tail)
         mode = ("rebuild" if rebuild else "use") if cache else "off"
         try:
             self.indexes = _core.index_shards(paths, format, os.fsdecode(os.fspath(cache_dir)) if cache_dir else "",
@@ -170,7 +166,7 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         self.decode = decode
         self.return_padding = tail == "pad" if return_padding is None else return_padding
         self.record_counts = [x["records"] for x in self.indexes]
-        self.stream = dtorch.ShardStream(self.record_counts, num_replicas, rank, shuffle=shuffle, seed=seed,
+        self.stream = ShardStream(self.record_counts, num_replicas, rank, shuffle=shuffle, seed=seed,
                                          tail=tail)
         self._files = None
 
@@ -179,6 +175,10 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         state = self.__dict__.copy()
         state["_files"] = None
         return state
+
+    def _guard_description(self):
+        # guard() checks the stream: the shard sizes, seed, tail and epoch every rank must share.
+        return self.stream._guard_description()
 
     @property
     def num_replicas(self):
