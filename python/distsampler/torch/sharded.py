@@ -192,6 +192,18 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     def epoch(self):
         return self.stream.epoch
 
+    @property
+    def seed(self):
+        return self.stream.seed
+
+    @property
+    def shuffle(self):
+        return self.stream.shuffle
+
+    @property
+    def tail(self):
+        return self.stream.tail
+
     def set_epoch(self, epoch):
         """Selects the epoch (every rank the same); a loaded state of another epoch is discarded."""
         self.stream.set_epoch(epoch)
