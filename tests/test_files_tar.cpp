@@ -69,11 +69,13 @@ TEST_CASE("a tar index groups consecutive members by key into samples, with each
   w.member("train/0002.jpg", "");                   // 4: an empty member is still a member
   const std::string long_name = "train/" + std::string(120, 'k') + ".txt";
   w.member("././@LongLink", long_name + '\0', 'L');   // 5: GNU long name of the next member
-  w.member("ignored-short-name", "long!");           // 6
-  w.member("", pax_record("path", "train/0003.json"), 'x');  // 7: pax path of the next member
-  w.member("PaxHeaders/x", "{}");                   // 8
-  w.member("0001.jpg", "again", '0', "train");       // 9: ustar prefix "train" + name; same key as before, later
-  w.member("README", "no dot");                     // 10: no suffix
+  w.member("././@LongLink", "a/link/target", 'K');    // 6: GNU long link name: the long name still applies
+  w.member("ignored-short-name", "long!");           // 7
+  w.member("", pax_record("path", "train/0003.json"), 'x');  // 8: pax path of the next member
+  w.member("pax_global_header", pax_record("comment", "hi"), 'g');  // 9: global: nothing for the samples
+  w.member("PaxHeaders/x", "{}");                   // 10
+  w.member("0001.jpg", "again", '0', "train");       // 11: ustar prefix "train" + name; same key as before, later
+  w.member("README", "no dot");                     // 12: no suffix
   w.end();
   const std::string path = dir.file("shard-0.tar");
   files_test::write_bytes(path, w.bytes);
@@ -84,11 +86,11 @@ TEST_CASE("a tar index groups consecutive members by key into samples, with each
   CHECK(index.member_begin == std::vector<std::uint64_t>{0, 3, 4, 5, 6, 7, 8});
   const auto& at = w.data_at;
   CHECK(index.members == std::vector<TarMember>{{"jpg", at[1], 700},  {"cls", at[2], 1}, {"seg.png", at[3], 4},
-                                                {"jpg", at[4], 0},    {"txt", at[6], 5}, {"json", at[8], 2},
-                                                {"jpg", at[9], 5},    {"", at[10], 6}});
+                                                {"jpg", at[4], 0},    {"txt", at[7], 5}, {"json", at[10], 2},
+                                                {"jpg", at[11], 5},   {"", at[12], 6}});
   // A sample's record spans its first member's data to the end of its last member's.
   CHECK(index.records[0] == distsampler::RecordSpan{at[1], at[3] + 4 - at[1]});
-  CHECK(index.records[5] == distsampler::RecordSpan{at[10], 6});
+  CHECK(index.records[5] == distsampler::RecordSpan{at[12], 6});
   CHECK(distsampler::split_tar_name("a.b/c.d.e").key == "a.b/c");
   CHECK(distsampler::split_tar_name("a.b/c.d.e").suffix == "d.e");
 }

@@ -91,6 +91,9 @@ struct TarName {
       long_name = fd::tar_text(member_data(data_at, h.size));
     } else if (h.type == 'x') {
       pax = fd::parse_pax(member_data(data_at, h.size), path, at);
+    } else if (h.type == 'K' || h.type == 'g') {
+      // A GNU long link name, or pax global settings: nothing a sample needs, and the next
+      // member keeps its pending long name or pax overrides.
     } else {
       if (h.type == '0' || h.type == '\0' || h.type == '7') {
         const std::string name = pax.path ? *pax.path : !long_name.empty() ? long_name : h.name;
@@ -111,7 +114,7 @@ struct TarName {
         out.members.push_back(TarMember{std::move(split.suffix), data_at, h.size});
         out.records.back().size = data_at + h.size - out.records.back().offset;
       }
-      // 'g' (pax global), directories, links and devices carry no sample data.
+      // Directories, links and devices carry no sample data.
       long_name.clear();
       pax = fd::PaxOverrides{};
     }
