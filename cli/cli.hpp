@@ -132,6 +132,10 @@ struct Invocation {
 /// Runs the parsed command; returns the exit status (0 ok, 1 a promise failed). Throws UsageError.
 int run_command(const Invocation& invocation);
 
+/// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
+/// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
+int run_index(const std::vector<std::string_view>& args);
+
 }  // namespace cli
 
 #endif  // DISTSAMPLER_EXAMPLES_CLI_HPP
