@@ -27,6 +27,9 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
                           "records read from it.")
 
 
+_DEFAULT_STATE_CAPACITY = 1 << 20
+
+
 class ShardStream:
     """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
 
@@ -67,7 +70,7 @@ class ShardStream:
                 "global_batch_size": 0, "token_layout": 0}
 
     def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
-                 state_capacity=1 << 20):
+                 state_capacity=_DEFAULT_STATE_CAPACITY):
         who = "ShardStream"
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
@@ -104,7 +107,13 @@ class ShardStream:
         return state
 
     def __setstate__(self, state):
-        state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
+        if "_cell" not in state:
+            # A pickle of release 0.1, whose stream kept its epoch and pending state as attributes.
+            cell = StreamCell(_DEFAULT_STATE_CAPACITY, "ShardStream")
+            cell.write(state.pop("epoch", 0), state.pop("_pending", None))
+            state["_cell"] = cell
+        else:
+            state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
         self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):
