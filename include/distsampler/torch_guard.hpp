@@ -34,6 +34,9 @@ struct GuardKey {
       "micro_batch_size", "accumulation_steps", "num_workers", "layout", "world_size"};
   std::uint64_t fields[field_count] = {};
   std::uint64_t rank = 0;  ///< the rank the sampler was built for; must be the process's own
+  /// The family name messages show for the "sampler" field (its first 32 bytes travel in
+  /// the record); empty: guard_family_name(fields[0]).
+  std::string family;
 };
 
 /// The sums a rank feeds (distsampler::ReadSums) and the verdict (distsampler::GuardReport)
@@ -45,10 +48,11 @@ namespace detail {
 
 using distsampler::detail::throw_config_error;
 
-inline std::string show(std::size_t field, std::uint64_t v) {
+// Field `field` of a record for a message; `family` is the name the record carries.
+inline std::string show(std::size_t field, std::uint64_t v, const std::string& family) {
   switch (field) {
     case 0:
-      return guard_family_name(v);
+      return family.empty() ? guard_family_name(v) : family;
     case 4:
       return v != 0 ? "true" : "false";
     case 5:
@@ -71,10 +75,23 @@ inline std::uint64_t get(const std::vector<std::uint8_t>& in, std::size_t at) {
   return v;
 }
 
-// One rank's record: magic, the key, the claimed rank, the sums, and the hashes of its
-// 1/W block of [0, N) (the expected sums, computed in parallel).
+// One rank's record: magic, the key, the claimed rank, the sums, the hashes of its 1/W
+// block of [0, N) (the expected sums, computed in parallel), and the family name (its
+// first name_bytes bytes, zero-padded; compared through the key's "sampler" word).
 constexpr std::uint64_t record_magic = 0x6473677561726432u;  // "dsguard2"
-constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_word_count;
+constexpr std::size_t name_bytes = 32;
+constexpr std::size_t name_at = (1 + GuardKey::field_count + 1 + overlap_word_count) * 8;
+constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_word_count + name_bytes / 8;
+
+inline void put_name(std::vector<std::uint8_t>& out, const std::string& name) {
+  for (std::size_t i = 0; i < name_bytes; ++i) out.push_back(i < name.size() ? static_cast<std::uint8_t>(name[i]) : 0);
+}
+
+inline std::string get_name(const std::vector<std::uint8_t>& in) {
+  std::string name;
+  for (std::size_t i = name_at; i < name_at + name_bytes && in[i] != 0; ++i) name += static_cast<char>(in[i]);
+  return name;
+}
 
 [[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
                                       const std::exception& e) {
@@ -97,7 +114,8 @@ GuardKey key_of(const Sampler& s) {
   return GuardKey{{guard_family_code(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
                    static_cast<std::uint64_t>(k.tail), order.fingerprint(), s.start(), shape.micro_batch_size,
                    shape.accumulation_steps, shape.num_workers, shape.layout, s.world_size()},
-                  s.rank()};
+                  s.rank(),
+                  std::string(k.sampler)};
 }
 
 // The library sampler a libtorch adapter reads (its core(), a snapshot of its pass), or the sampler itself.
@@ -117,7 +135,7 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
 /// reads (and skips) in one epoch; returns the verdict, the same on every rank.
 ///
 /// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
-/// one record (24 words) under a key namespaced by the call number
+/// one record (28 words) under a key namespaced by the call number
 /// (`distsampler/guard/<n>/<rank>`), waits for all world_size records, reads them and
 /// compares: communication is O(world_size) words per rank, independent of the dataset.
 /// The last rank to finish deletes the call's keys; rank 0 returns only after every rank
@@ -149,6 +167,7 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
   for (const std::uint64_t f : key.fields) detail::put(mine, f);
   detail::put(mine, key.rank);
   for (const std::uint64_t word : overlap_words(sums, n, process)) detail::put(mine, word);
+  detail::put_name(mine, key.family);
 
   std::vector<std::string> keys;
   for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
@@ -190,7 +209,8 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
       const std::uint64_t theirs = detail::get(rec, 1 + f), rank0 = detail::get(first, 1 + f);
       if (theirs != rank0) {
         detail::throw_config_error(std::string(who) + ": rank " + std::to_string(q) + " has " + GuardKey::names[f] +
-                                   " " + detail::show(f, theirs) + ", rank 0 has " + detail::show(f, rank0) +
+                                   " " + detail::show(f, theirs, detail::get_name(rec)) + ", rank 0 has " +
+                                   detail::show(f, rank0, detail::get_name(first)) +
                                    " (expected the same on every rank)");
       }
     }

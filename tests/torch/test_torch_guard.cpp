@@ -12,6 +12,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -215,10 +216,11 @@ namespace packing {
 struct PackSampler {
   std::uint64_t n = 0;
   ds::World world;
+  std::string_view family = "packing";
 
   [[nodiscard]] ds::StateKey key() const noexcept {
     ds::StateKey k;
-    k.sampler = "packing";
+    k.sampler = family;
     k.dataset_size = n;
     return k;
   }
@@ -267,6 +269,18 @@ CATCH_TEST_CASE("The guard names each rank's family, whichever two families meet
       *store);
   for (const auto& o : out) {
     CATCH_CHECK(o.message == who + "rank 1 has sampler tokens, rank 0 has packing (expected the same on every rank)");
+  }
+  // A name that does not pack into the family word (a digit, 17 characters) travels in the record.
+  out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 0) return guard::check_epoch(tokens(0), s, ds::World(0, 2));
+        return guard::check_epoch(packing::PackSampler{13, ds::World(1, 2), "packed-streams-v2"}, s, ds::World(1, 2));
+      },
+      *store);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.message ==
+                who + "rank 1 has sampler packed-streams-v2, rank 0 has tokens (expected the same on every rank)");
   }
   // A batch sampler against a shard sampler read through its libtorch adapter.
   out = run_ranks(
