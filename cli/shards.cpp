@@ -104,7 +104,7 @@ int run_shards(const Invocation& in) {
     if (!checker) {
       checker.emplace(sampler.dataset_size(), f.world_size * f.workers, f.options.tail);
       fmt::format_to(std::back_inserter(out.buffer()),
-                     "{} shards, {} samples; world_size {} x {} workers; seed {} epoch {} tail {}; at most {} shards "
+                     "{} shards, {} samples; world_size {} x {} workers; seed {} epoch {} tail {}; at most {} shard runs "
                      "open per consumer",
                      f.sizes.size(), sampler.dataset_size(), f.world_size, f.workers, f.options.seed, f.epoch,
                      ds::to_string(f.options.tail), sampler.max_open_shards());

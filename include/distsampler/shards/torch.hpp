@@ -39,7 +39,9 @@ struct ShardPassProgress {
 /// reads sample i of the concatenated shards. The rank's num_workers streams take turns,
 /// batch by batch (worker 0, 1, ..., skipping streams that ran out, each stream ending with
 /// its own short batch), as torch's Python DataLoader takes batches from its workers: each
-/// batch is shard-local (a few shards open at a time, runs of consecutive records). Build
+/// batch reads the stream's shards (with the default options about 64 shards per micro-batch
+/// of 64, runs of 1; with ShardSamplerOptions::sequential() one shard at a time, in increasing
+/// offsets). Build
 /// it with num_workers equal to the DataLoader's workers so each worker thread fetches
 /// batches of one stream at a time. Under Tail::pad a stream may end with a flagged
 /// duplicate (libtorch requests cannot carry the flag; use drop or uneven for exact
