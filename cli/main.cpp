@@ -36,6 +36,7 @@ int finish(const cli::CommandSpec* command, int status) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "index") return cli::run_index(args);
   // Errors name the command as soon as the first argument is one, even when a later flag is bad.
   const cli::CommandSpec* command = args.empty() ? nullptr : cli::find_command(args[0]);
   try {
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return finish(invocation.command, 0);
     }
-    return finish(command, cli::run_command(invocation));
+    return finish(command, invocation.command->run(invocation));  // the command table (commands.cpp)
   } catch (const cli::UsageError& e) {
     return fail(command, e.what());
   } catch (const std::bad_alloc&) {

@@ -127,7 +127,7 @@ sizes_file="$tmp/sizes.txt"
 printf '10\n1000000\n0\n7\n' >"$sizes_file"
 expect 0 '^ok: N=1000017 W=6 tail=drop' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --tail drop \
     --epoch 2
-expect 0 'at most 2 shards open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 \
+expect 0 'at most 2 shard runs open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 \
     --max-open-shards 2
 # Blank lines, spaces and CRLF line ends are accepted; a last line without a newline too.
 printf ' 10 \r\n\r\n\t20\r\n30' >"$tmp/crlf.txt"
@@ -147,7 +147,7 @@ got="$("$cli" shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 
 [[ "$got" == "286" ]] && passed=$((passed + 1)) || fail "--shard-schedule's records add up to $got, not 286"
 # --preset sequential: one shard open, and every consumer's ranges of a shard follow each other in increasing
 # offsets (tail drop: no padding duplicate); flags given with it override its values; mixed is the default.
-expect 0 'at most 1 shards open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
+expect 0 'at most 1 shard runs open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
     --preset sequential
 got="$("$cli" shards --shard-sizes 3000,0,5,2500,700,64 --world 3 --workers 2 --preset sequential --run-length 50 \
   --tail drop --ranges 1000 | grep '^rank ' | awk '{
@@ -515,6 +515,44 @@ rc=$?
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
 
 # ---------------------------------------------------------------------------------------------------------
+# index: shard files indexed (records counted by hand here), verified, and every bad input refused.
+idx="$tmp/idx"
+mkdir -p "$idx/src"
+printf '{"a":1}\n\n{"b":2}\r\n[3]' >"$idx/p.jsonl"  # 3 records: the empty line is none, the last lacks its newline
+printf 'jpg' >"$idx/src/0001.jpg"
+printf 'txt' >"$idx/src/0001.txt"
+printf 'jpg2' >"$idx/src/0002.jpg"
+tar -cf "$idx/s.tar" -C "$idx/src" 0001.jpg 0001.txt 0002.jpg  # 2 samples: 0001 (jpg, txt) and 0002
+tar_bytes="$(wc -c <"$idx/s.tar" | tr -d ' ')"
+expect 0 "^$idx/p.jsonl jsonl 3 records 21 bytes"$'\n'"total 1 files 3 records 21 bytes$" -- index "$idx/p.jsonl"
+[[ -f "$idx/p.jsonl.dsidx" ]] && passed=$((passed + 1)) || fail "index wrote no $idx/p.jsonl.dsidx"
+expect 0 "^total 1 files 3 records 21 bytes verified$" -- index --verify "$idx/p.jsonl"
+expect 0 "^$idx/s.tar tar 2 records $tar_bytes bytes$" -- index --threads 2 "$idx/p.jsonl" "$idx/s.tar"
+expect 0 "^total 2 files 5 records $((21 + tar_bytes)) bytes$" -- index --threads=2 "$idx/p.jsonl" "$idx/s.tar"
+cp "$idx/p.jsonl" "$idx/p.txt"
+expect 0 "^$idx/p.txt jsonl 3 records 21 bytes$" -- index --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+[[ ! -f "$idx/p.txt.dsidx" && -n "$(ls "$tmp/idx-cache"/p.txt.*.dsidx 2>/dev/null)" ]] && passed=$((passed + 1)) ||
+  fail "index --cache-dir did not put the index in the cache folder only"
+expect 0 "verified$" -- index --verify --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+expect 0 '^usage: distsampler index ' -- index --help
+refuse "$idx/p.txt" 'cannot tell the format from the extension ".txt"' index "$idx/p.txt"
+refuse "$idx/missing.jsonl" 'cannot open (No such file or directory)' index "$idx/p.jsonl" "$idx/missing.jsonl"
+refuse "$idx/p.txt" 'has no index at' index --verify --format jsonl "$idx/p.txt"
+refuse --format 'is unknown (expected jsonl, tar, megatron or npy)' index --format csv "$idx/p.jsonl"
+refuse FILES 'no FILES given' index
+refuse FILES 'no FILES given' index --threads 2
+refuse --threads 'too small (expected at least 1)' index --threads 0 "$idx/p.jsonl"
+refuse --threads 'is not' index --threads two "$idx/p.jsonl"
+refuse --bogus 'unknown flag' index --bogus "$idx/p.jsonl"
+refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
+refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
+head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
+refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
+printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth
+refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the index' index --verify "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"
+expect 0 "verified$" -- index --verify "$idx/p.jsonl"
+
 # The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints
 # the lines shown after it, in order ("..." stands for lines left out), so no document can drift from the command.
 # A `$ name=$(distsampler ...)` line runs in this shell, for the commands after it; `$ echo ...` lines too.

@@ -10,6 +10,9 @@
   ``batch_sampler``; resumable on another world size.
 - ``ShardStream``: one (rank, DataLoader worker) stream of a sharded dataset, for an
   ``IterableDataset`` (the Python face of the C++ ``StreamingShardSampler``).
+- ``ShardedDataset``: an ``IterableDataset`` over shard files (JSON Lines, WebDataset tar,
+  Megatron ``.idx``/``.bin``, ``.npy``) whose record counts are indexed for you, read
+  through a ``ShardStream``.
 - ``TokenBatchSampler``: micro-batches under a token budget from per-sample lengths, the
   same number on every rank in every step (empty micro-batches flagged, never dropped),
   for a DataLoader's ``batch_sampler``; ``EmptyToNone`` is its ``collate_fn`` wrapper.
@@ -26,8 +29,9 @@ The world (rank and world size) comes from the explicit arguments when given, el
 ``ConfigError``). There is no silent single-process default: pass ``num_replicas=1,
 rank=0`` for one process.
 
-Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``tokens``,
-``mixture``, ``weighted``, ``guard``, ``loader``); import the names from ``distsampler.torch``, the
+Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``sharded``,
+``tokens``, ``mixture``, ``weighted``, ``guard``, ``loader``); import the names from
+``distsampler.torch``, the
 path every public class reports as its ``__module__`` (and pickles record).
 """
 
@@ -38,6 +42,7 @@ from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
+from .sharded import ShardedDataset, ShardedItem
 from .tokens import EmptyToNone, TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler
 
@@ -55,4 +60,6 @@ __all__ = [
     "default_torch_generation",
     "DataLoader",
     "MaskedBatch",
+    "ShardedDataset",
+    "ShardedItem",
 ]

@@ -7,6 +7,7 @@ from .loader import DataLoader as DataLoader, MaskedBatch as MaskedBatch
 from .mixture import MixtureBatchSampler as MixtureBatchSampler
 from .sampler import DistributedSampler as DistributedSampler
 from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
+from .sharded import ShardedDataset as ShardedDataset, ShardedItem as ShardedItem
 from .tokens import EmptyToNone as EmptyToNone, TokenBatchSampler as TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler as DistributedWeightedRandomSampler
 
