@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     // Tail::drop leaves the epoch's last partial global batch unread: log it as such.
     const auto batches = sampler.batches();
     std::ofstream dropped(dir + "/dropped.txt");
-    for (std::uint64_t p = batches.start() + batches.num_steps() * global_batch; p < n; ++p) {
+    for (std::uint64_t p = batches.layout().read_end(); p < n; ++p) {
       dropped << "dropped " << batches.index_at_position(p) << "\n";
     }
   }

@@ -415,3 +415,22 @@ TEST_CASE("Same world: token batches resume as the uninterrupted run at a window
     }
   }
 }
+
+TEST_CASE("Same world: the overlap sums of a mid-step resumed batch segment count each sample once",
+          "[same-world][batch][guard]") {
+  // N = 97, G = 12 on 2 ranks, resumed after 2 steps + 1 micro-batch (30 consumed): the
+  // ranks read 66 positions, and what they skip (the prefix and the dropped position 96)
+  // makes up the rest.
+  const auto options = ds::BatchSamplerOptions().with_micro_batch_size(3).with_accumulation_steps(2).with_seed(5)
+                           .with_tail(ds::Tail::drop);
+  const ds::SamplerState saved = ds::DistributedBatchSampler<>(97, ds::World(0, 2), options).state(2, 1);
+  ds::ReadSums all;
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    const ds::DistributedBatchSampler<> s(97, ds::World(r, 2), options, saved);
+    CHECK(s.layout().read_end() == 96);
+    all.merge(ds::segment_sums(s, ds::World(r, 2)));
+  }
+  CHECK(all.reads() == 66);
+  CHECK(all.skips() == 31);
+  CHECK(all.padding_slots() == 0);
+}

@@ -109,6 +109,13 @@ class BatchLayout {
   /// Positions of the grid's partial last step: (N - origin()) mod G.
   [[nodiscard]] constexpr std::uint64_t remainder() const noexcept { return rem_; }
 
+  /// End of the real positions the layout reads: [start(), read_end()) are read once,
+  /// [read_end(), N) is what Tail::drop leaves out (empty under pad and uneven).
+  [[nodiscard]] constexpr std::uint64_t read_end() const noexcept {
+    if (tail_ != Tail::drop) return n_;
+    return std::max(start_, origin_ + full_ * g_);
+  }
+
   /// Micro-batch rounds of `step`: accumulation_steps(), less lead() in step 0.
   [[nodiscard]] constexpr std::uint64_t micro_batches(std::uint64_t step) const noexcept {
     return step == 0 ? k_ - lead_ : k_;

@@ -77,7 +77,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///                                               .with_global_batch_size(256).with_seed(42));
 ///     if (have_checkpoint) batches.resume(ds::SamplerState::from_text(saved));
 ///     for (std::uint64_t s = 0; s < batches.num_steps(); ++s) {
-///       for (std::uint64_t k = 0; k < batches.micro_batches_per_step(); ++k) {
+///       for (std::uint64_t k = 0; k < batches.micro_batches_in_step(s); ++k) {
 ///         forward_backward(batches.micro_batch(s, k));
 ///       }
 ///       optimizer_step();
@@ -449,15 +449,15 @@ class DistributedBatchSampler {
 /// The overlap guards' customisation point for this family (overlap_check.hpp): what
 /// `process` (this process's true rank and world size) contributes for the current epoch
 /// or resumed segment of a DistributedBatchSampler: every micro-batch of every step this rank
-/// reads, and its share of the positions before start() and past the last full global
-/// batch under Tail::drop. O(num_steps x G / W + N / W); deterministic.
+/// reads, and its share of the positions before start() and past layout().read_end()
+/// (what Tail::drop leaves out). O(num_steps x G / W + N / W); deterministic.
 template <class P>
 [[nodiscard]] ReadSums segment_sums(const DistributedBatchSampler<P>& s, const World& process) {
   ReadSums sums;
   const BatchLayout& layout = s.layout();
   const std::uint64_t r = s.rank();
   for (std::uint64_t step = 0; step < layout.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < layout.accumulation_steps(); ++k) {
+    for (std::uint64_t k = 0; k < layout.micro_batches(step); ++k) {
       for (std::uint64_t e = 0; e < layout.length(step, k, r); ++e) {
         if (layout.is_padding(step, k, r, e)) {
           sums.padding();
@@ -467,9 +467,7 @@ template <class P>
       }
     }
   }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
-  const std::uint64_t g = s.global_batch_size();
-  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % g : remaining;
+  const std::uint64_t n = s.dataset_size(), start = s.start(), covered = layout.read_end() - start;
   detail::skip_outside(sums, n, start, covered, process, [&](std::uint64_t p) { return s.index_at_position(p); });
   return sums;
 }
