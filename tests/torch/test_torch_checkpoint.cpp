@@ -127,6 +127,52 @@ CATCH_TEST_CASE("TorchSampler checkpointed through a prefetching DataLoader resu
   CATCH_CHECK(std::count_if(reads.begin(), reads.end(), [](unsigned c) { return c > 1; }) == 0);
 }
 
+CATCH_TEST_CASE("TorchSampler with Tail::pad saved and loaded on the same world is the uninterrupted pass",
+                "[torch-checkpoint][same-world]") {
+  // 669 samples over 2 ranks: rank 1's last slot is padding, a repeat of the epoch's first
+  // position; a stop at 5, 17 or 334 must not make it a repeat of the remainder's first.
+  const std::size_t n = 669;
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    auto reference = plain(n, ds::World(r, 2), ds::Tail::pad);
+    std::vector<std::uint64_t> whole;
+    auto loader = torch::data::make_data_loader(IndexDataset(n), reference, loader_options(1, 0));
+    for (auto& b : *loader) {
+      for (std::uint64_t index : indices_of(b)) whole.push_back(index);
+    }
+    for (const std::uint64_t stop : {5u, 17u, 334u}) {
+      CATCH_CAPTURE(r, stop);
+      auto first = plain(n, ds::World(r, 2), ds::Tail::pad);
+      auto [read, archive] = stop_after(first, n, 1, 2, stop);
+      auto second = plain(n, ds::World(r, 2), ds::Tail::pad);
+      const auto rest = resume_and_finish(second, archive, n, 1, 2);
+      CATCH_CHECK(read == std::vector<std::uint64_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(stop)));
+      CATCH_CHECK(rest == std::vector<std::uint64_t>(whole.begin() + static_cast<std::ptrdiff_t>(stop), whole.end()));
+    }
+  }
+}
+
+CATCH_TEST_CASE("TorchBatchSampler saved mid-step and loaded on the same shape is the uninterrupted pass",
+                "[torch-checkpoint][same-world]") {
+  // 120 samples, micro-batch 3, 2 ranks, accumulation 2 (G = 12), pad; a stop after 5
+  // micro-batches is inside step 2: the rest is 15 micro-batches, no padding.
+  const std::size_t n = 120;
+  for (std::uint64_t r = 0; r < 2; ++r) {
+    ds::TorchBatchSampler<> reference(batch_core(n, 3, ds::World(r, 2), 2, ds::Tail::pad));
+    std::vector<std::uint64_t> whole;
+    auto loader = torch::data::make_data_loader(IndexDataset(n), reference, loader_options(3, 0));
+    for (auto& b : *loader) {
+      for (std::uint64_t index : indices_of(b)) whole.push_back(index);
+    }
+    CATCH_REQUIRE(whole.size() == 60);
+    ds::TorchBatchSampler<> first(batch_core(n, 3, ds::World(r, 2), 2, ds::Tail::pad));
+    auto [read, archive] = stop_after(first, n, 3, 2, 5);
+    ds::TorchBatchSampler<> second(batch_core(n, 3, ds::World(r, 2), 2, ds::Tail::pad));
+    const auto rest = resume_and_finish(second, archive, n, 3, 2);
+    CATCH_CHECK(rest.size() == 45);
+    CATCH_CHECK(rest == std::vector<std::uint64_t>(whole.begin() + 15, whole.end()));
+  }
+}
+
 CATCH_TEST_CASE("TorchBatchSampler checkpointed through a prefetching DataLoader resumes with other accumulation",
                 "[torch-checkpoint]") {
   const std::size_t n = 1000;

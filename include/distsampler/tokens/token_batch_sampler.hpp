@@ -133,7 +133,11 @@ class TokenWindow {
 /// sequences in reading order), which does not depend on W or K, so `state(steps, k)`
 /// resumes exactly once on another world size or accumulation: the resumed sampler drops
 /// the consumed samples of their window, plans the rest for its own G and numbers steps
-/// from there. The state key's layout hash covers the lengths and these options, so a
+/// from there. On the same world and accumulation, a state saved at a window's first
+/// step (micro_batches_done 0) resumes as the uninterrupted run, micro-batch for
+/// micro-batch; one saved inside a window reads the rest of that window's samples, each
+/// once, cut and dealt anew (its step count may differ), and then every later window
+/// exactly as the uninterrupted run does. The state key's layout hash covers the lengths and these options, so a
 /// state of other lengths or budgets is refused.
 ///
 /// Throws config_error from the constructors (bad World or options, lengths count !=
