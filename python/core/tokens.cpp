@@ -114,6 +114,13 @@ void register_tokens(py::module_& m) {
       .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
       .def("state",
            [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
+      // Every step holds accumulation_steps micro-batches (numbered step * K + k).
+      .def_property_readonly("micro_batch_count", &T::total)
+      .def("state_after_micro_batches",
+           [](const T& t, std::uint64_t j) {
+             const std::uint64_t k = t.sampler().accumulation_steps();
+             return t.sampler().state(j / k, j % k).to_text();
+           })
       // (indices, tokens, padded, oversize) of this rank's micro-batch k of `step`.
       .def("micro_batch",
            [](const T& t, std::uint64_t step, std::uint64_t k) {

@@ -43,7 +43,9 @@ class DistributedSampler(_TorchDistributedSampler):
     Checkpointing (torchdata ``StatefulDataLoader`` protocol): ``state_dict()`` records the
     epoch and the position the training loop reached (a position of the epoch's global
     order, so it loads on any world size; see ``state_dict``); ``load_state_dict(sd)`` takes
-    effect at the next ``__iter__``, which yields exactly the rest of that epoch.
+    effect at the next ``__iter__``, which yields exactly the rest of that epoch: on the same
+    world the uninterrupted pass's remaining indices, ``tail="pad"``'s duplicates included
+    (they repeat the epoch's first indices); on another world each remaining index once.
     ``set_epoch`` with another epoch discards a loaded state that was not yet iterated.
 
     Raises ``ConfigError`` (a ``ValueError``) for bad arguments, ``StateError`` (a
