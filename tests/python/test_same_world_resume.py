@@ -41,22 +41,23 @@ def test_batch_sampler_resumes_mid_step_as_the_uninterrupted_run(tail):
     # N = 97 (and 120), micro-batch 3, 2 ranks, accumulation 2: G = 12. A stop after 5
     # micro-batches is inside step 2; the resumed pass yields the rest of that step first.
     for n in (97, 120, 10):
+        def make(rank):
+            s = DistributedBatchSampler(range(n), 3, 2, rank, accumulation_steps=2, seed=8, tail=tail)
+            s.set_epoch(1)
+            return s
+        wholes = [list(make(rank)) for rank in range(2)]
         for rank in range(2):
-            def make():
-                s = DistributedBatchSampler(range(n), 3, 2, rank, accumulation_steps=2, seed=8, tail=tail)
-                s.set_epoch(1)
-                return s
-            whole = list(make())
+            whole = wholes[rank]
             for stop in range(len(whole) + 1):
-                s = make()
+                s = make(rank)
                 list(itertools.islice(iter(s), stop))
                 state = s.state_dict(batches=stop)
-                after = rest_after(make, state)
+                after = rest_after(lambda: make(rank), state)
                 if parse_state(state["state"])["consumed"] == n and stop < len(whole):
-                    # Only padding (duplicates of what was read) or empty micro-batches
+                    # Only padding (duplicates of what the ranks read) or empty micro-batches
                     # were left: the state records the epoch's end.
                     assert after == []
-                    read = {i for b in whole[:stop] for i in b}
+                    read = {i for w in wholes for b in w[:stop] for i in b}
                     assert all(i in read for b in whole[stop:] for i in b), (n, rank, stop)
                     continue
                 assert after == whole[stop:], (n, rank, stop)
