@@ -142,6 +142,27 @@ expect 0 '^rank 0 worker 0: 7 samples from 1 shards: 0@0-6:7$' -- shards --shard
 got="$("$cli" shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1 --shard-schedule --ranges 9 |
   grep '^rank 1 worker 1: 286 samples from ' | grep -o ':[0-9]*' | tr -d : | awk '{ s += $1 } END { print s }')"
 [[ "$got" == "286" ]] && passed=$((passed + 1)) || fail "--shard-schedule's records add up to $got, not 286"
+# --preset sequential: one shard open, and every consumer's ranges of a shard follow each other in increasing
+# offsets (tail drop: no padding duplicate); flags given with it override its values; mixed is the default.
+expect 0 'at most 1 shards open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
+    --preset sequential
+got="$("$cli" shards --shard-sizes 3000,0,5,2500,700,64 --world 3 --workers 2 --preset sequential --run-length 50 \
+  --tail drop --ranges 1000 | grep '^rank ' | awk '{
+    delete last; n = 0
+    for (i = 1; i <= NF; ++i) if (split($i, p, /[][,)]/) == 4 && $i ~ /^[0-9]+\[/) {
+      ++n; if ((p[1] in last) && p[2] < last[p[1]]) bad++; last[p[1]] = p[3]; if (p[3] - p[2] > 50) bad++
+    }
+    if (n == 0) bad++
+  } END { print bad + 0 }')"
+[[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--preset sequential read $got ranges backwards or longer than 50"
+expect 0 '^rank 0 worker 0: [0-9]+ samples: [0-9]+\[[0-9]+,[0-9]+\) ' -- shards --shard-sizes 3000,2500 --world 1 \
+    --workers 1 --preset sequential --run-length 100 --tail drop
+default_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4)"
+mixed_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4 --preset mixed)"
+[[ -n "$default_plan" && "$default_plan" == "$mixed_plan" ]] && passed=$((passed + 1)) ||
+  fail "--preset mixed differs from the default options"
+sequential_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4 --preset sequential)"
+[[ "$sequential_plan" != "$mixed_plan" ]] && passed=$((passed + 1)) || fail "--preset sequential reads as mixed"
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none
@@ -173,7 +194,7 @@ help_ok help -- indices check shards batches state
 help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank --shard-schedule
 help_ok indices --help -- --size --world --rank --count --seed --epoch --shuffle --tail --torch-generation
 help_ok check -h -- --size --world --per-rank-seed --shuffle
-help_ok shards --help -- --shard-sizes --world --workers --max-open-shards --run-length --window --ranges
+help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
 help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --order
@@ -330,6 +351,10 @@ refuse "unknown flag" '... (100002 bytes)' check --size 10 --world 2 "--$long"
 
 # Values the library would reject, refused first with the flag's name.
 refuse --workers '--workers 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 0
+refuse --preset '--preset "random" is unknown (expected sequential or mixed)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --preset random
+refuse --max-open-shards '--max-open-shards 2 is out of range (expected 1..1)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --preset sequential --max-open-shards 2
 refuse --window '--window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
     --window 0
 refuse --run-length '--run-length 0 is too small' shards --shard-sizes 5,5 --world 2 --workers 1 --run-length 0
