@@ -35,7 +35,8 @@ const std::vector<FlagSpec>& flags() {
       {"--run-length", "L", "records read in a row from one shard (default 1)"},
       {"--window", "W",
        "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
-       "                               tokens: samples sorted by length together (default 1048576)"},
+       "                               tokens: samples sorted by length together (default 1048576);\n"
+       "                               pack: documents shuffled and packed together (default 65536)"},
       {"--ranges", "K", "shard ranges (or schedule entries) printed per consumer (default 8)"},
       {"--shard-schedule", "",
        "shards: print each consumer's shards in first-read order, as shard@first-last:records\n"
@@ -51,6 +52,14 @@ const std::vector<FlagSpec>& flags() {
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
+      {"--seq-len", "L", "tokens per packed sequence, 1..8388607"},
+      {"--mode", "concat|best-fit",
+       "concat: one token stream cut into sequences of exactly L (default); best-fit: each window's\n"
+       "                               documents packed whole by best-fit decreasing, every document once"},
+      {"--chunk", "C", "consecutive documents kept together in the shuffle (default min(1024, --window))"},
+      {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
+      {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
+      {"--state-after", "S", "print the steps before S, then `state: LINE` (resumable with --resume), and exit"},
   };
   return table;
 }
@@ -88,6 +97,11 @@ std::string limits_text(std::string_view command) {
   if (command == "tokens") {
     return fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
                        limits::lengths, limits::file_bytes, limits::line_bytes);
+  }
+  if (command == "pack") {
+    return fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at most "
+                       "{}.\n",
+                       limits::lengths, limits::ranks);
   }
   return fmt::format("limits: {}. Tail defaults to drop.\n", torch);
 }
@@ -271,6 +285,18 @@ const std::vector<CommandSpec>& commands() {
        "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
        {"--lengths", "--max-tokens", "--world"},
        {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"}},
+      {"pack",
+       "distsampler pack --lengths FILE|LIST|INDEX.idx --seq-len L --world W [--micro-batch M] [--accum K] [flags]",
+       "print packed sequences per rank and step, equal per rank per step",
+       "print each step's micro-batches of packed sequences, one line each: step S rank R: [d:o+n ...] [...],\n"
+       "a bracket group per sequence (M of them), each piece document:offset+length, [] an empty sequence;\n"
+       "of rank R only with --rank. --lengths takes a list, a file of one count per line or a Megatron .idx\n"
+       "file. --state-after S stops before step S and prints the state; --resume continues it on any world,\n"
+       "numbering steps globally. Then a summary: sequences, tokens dropped or padded, padding efficiency,\n"
+       "empty sequences. Documents of 0 tokens are skipped and counted.",
+       {"--lengths", "--seq-len", "--world"},
+       {"--micro-batch", "--accum", "--global-batch", "--mode", "--window", "--chunk", "--no-split", "--rank",
+        "--steps", "--seed", "--epoch", "--state-after", "--resume"}},
       {"mix",
        "distsampler mix --sources LIST --weights LIST --world W --micro-batch B --accum K [--rank R] [flags]",
        "print a weighted mixture's micro-batches or order and its prefix error",

@@ -131,6 +131,8 @@ struct Invocation {
 
 /// Runs the parsed command; returns the exit status (0 ok, 1 a promise failed). Throws UsageError.
 int run_command(const Invocation& invocation);
+/// `distsampler pack` (cli/pack.cpp).
+int run_pack(const Invocation& invocation);
 
 }  // namespace cli
 

@@ -516,6 +516,7 @@ int run_command(const Invocation& invocation) {
   if (name == "batches") return run_batches(invocation);
   if (name == "tokens") return run_tokens(invocation);
   if (name == "mix") return run_mix(invocation);
+  if (name == "pack") return run_pack(invocation);
   return run_state(invocation);
 }
 

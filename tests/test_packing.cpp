@@ -139,7 +139,7 @@ TEST_CASE("Concat packing cuts the shuffled token stream into full sequences rea
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
     detail::SplitMix64 rng(trial + 100);
     const std::uint64_t n = rng() % 400, l = 1 + rng() % 64, chunk = 1 + rng() % 8;
-    const std::uint64_t window = chunk * (1 + rng() % 6), w = 1 + rng() % 4;
+    const std::uint64_t window = chunk * (1 + rng() % 6) + rng() % chunk, w = 1 + rng() % 4;
     const std::uint64_t m = 1 + rng() % 3, k = 1 + rng() % 3;
     const auto lengths = pack_test_lengths(n, trial, static_cast<std::uint32_t>(3 * l));
     const PackOptions o = pack_opts(PackMode::concat, l, m, k, window, chunk, trial).with_shuffle(trial % 5 != 0);
@@ -177,7 +177,7 @@ TEST_CASE("Best-fit packing reads every token of every document once, in sequenc
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
     detail::SplitMix64 rng(trial + 200);
     const std::uint64_t n = rng() % 400, l = 1 + rng() % 64, chunk = 1 + rng() % 8;
-    const std::uint64_t window = chunk * (1 + rng() % 6), w = 1 + rng() % 4;
+    const std::uint64_t window = chunk * (1 + rng() % 6) + rng() % chunk, w = 1 + rng() % 4;
     const std::uint64_t m = 1 + rng() % 3, k = 1 + rng() % 3;
     const auto lengths = pack_test_lengths(n, trial + 7, static_cast<std::uint32_t>(2 * l));
     const PackOptions o = pack_opts(PackMode::best_fit, l, m, k, window, chunk, trial).with_shuffle(trial % 5 != 0);
@@ -326,8 +326,8 @@ TEST_CASE("Packing refuses bad options and inputs, naming the parameter", "[pack
                     Catch::Contains("lengths has 3 values but dataset_size is 4"));
   CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ok).with_split_long(false)),
                     Catch::Contains("document 1 has 70 tokens, over seq_len 10"));
-  CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ok).with_window(12, 8)),
-                    Catch::Contains("window 12 is out of range (expected a multiple of chunk 8"));
+  CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ok).with_window(4, 8)),
+                    Catch::Contains("window 4 is out of range (expected chunk 8..4294967295)"));
   CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ok).with_micro_batch_size(0)),
                     Catch::Contains("micro_batch_size is 0"));
   CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 2}, PackOptions(ok).with_global_batch_size(3)),

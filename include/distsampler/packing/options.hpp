@@ -63,9 +63,8 @@ struct DocumentLengths {
 /// required. The global batch G = M x world_size x accumulation_steps comes from
 /// `accumulation_steps` or `global_batch_size` (BatchShapeOptions). Documents are grouped
 /// into chunks of `chunk` consecutive documents; the epoch shuffles the chunks, and
-/// `window` documents (window / chunk chunks of the shuffled chunk order) form a window,
-/// whose documents are shuffled again and (best_fit) packed together. `window` must be a
-/// multiple of `chunk`. `split_long` (best_fit): a document longer than L becomes pieces of
+/// floor(window / chunk) chunks of the shuffled chunk order form a window, whose documents
+/// are shuffled again and (best_fit) packed together; chunk <= window. `split_long` (best_fit): a document longer than L becomes pieces of
 /// L tokens and a remainder; false refuses such documents (config_error). `tail` is not
 /// used (the mode decides) and must stay Tail::drop.
 struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
@@ -87,8 +86,11 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
     mode = value;
     return *this;
   }
-  /// D documents per window and C per chunk (D a multiple of C).
-  constexpr PackOptions& with_window(std::uint64_t value, std::uint64_t chunk_size = 1024) noexcept {
+  /// D documents per window, C per chunk (default min(1024, D)): windows of floor(D / C) chunks.
+  constexpr PackOptions& with_window(std::uint64_t value) noexcept {
+    return with_window(value, value < 1024 ? value : 1024);
+  }
+  constexpr PackOptions& with_window(std::uint64_t value, std::uint64_t chunk_size) noexcept {
     window = value;
     chunk = chunk_size;
     return *this;
@@ -114,9 +116,9 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
     if (chunk == 0 || chunk > UINT32_MAX) {
       detail::throw_config_error(w + ": chunk " + std::to_string(chunk) + " is out of range (expected 1..4294967295)");
     }
-    if (window == 0 || window > UINT32_MAX || window % chunk != 0) {
-      detail::throw_config_error(w + ": window " + std::to_string(window) + " is out of range (expected a multiple of chunk " +
-                                 std::to_string(chunk) + " in 1..4294967295)");
+    if (window < chunk || window > UINT32_MAX) {
+      detail::throw_config_error(w + ": window " + std::to_string(window) + " is out of range (expected chunk " +
+                                 std::to_string(chunk) + "..4294967295)");
     }
     if (tail != Tail::drop) {
       detail::throw_config_error(w + ": tail " + std::string(to_string(tail)) +
