@@ -2,9 +2,12 @@
 # distsampler tests: the `distsampler` command's output, exit codes, help, and a table of hostile inputs it must refuse.
 # SPDX-License-Identifier: MIT
 #
-# Usage: cli_test.sh path/to/distsampler   (CLI_CASE_TIMEOUT=seconds per run, default 20)
+# Usage: cli_test.sh path/to/distsampler [DOC.md...]   (CLI_CASE_TIMEOUT=seconds per run, default 20)
+# Each DOC's ```console blocks are transcripts checked at the end (see below).
 set -u
 cli="$1"
+shift
+docs=("$@")
 limit="${CLI_CASE_TIMEOUT:-20}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -563,12 +566,12 @@ rc=$?
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
 
 # ---------------------------------------------------------------------------------------------------------
-# The README's transcripts: every `$ distsampler ...` line shown there prints the lines shown after it, in order
-# ("..." stands for lines left out), so the README cannot drift from the command.
-readme="$(dirname "${BASH_SOURCE[0]}")/../README.md"
+# The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints
+# the lines shown after it, in order ("..." stands for lines left out), so no document can drift from the command.
+# A `$ name=$(distsampler ...)` line runs in this shell, for the commands after it; `$ echo ...` lines too.
 distsampler() { "$cli" "$@"; }
 transcript_check() {
-  local command="$1" expected="$2" actual line at=0
+  local doc="$1" command="$2" expected="$3" actual line at=0
   # An assignment such as state=$(...) must run in this shell, for the commands after it.
   if [[ "$command" =~ ^[a-z_]+=\$\( ]]; then eval "$command"; else actual="$(eval "$command" 2>&1)"; fi
   [[ -z "$expected" ]] && return 0
@@ -576,34 +579,36 @@ transcript_check() {
     [[ "$line" == "..." ]] && continue
     local rest
     rest="$(tail -n +$((at + 1)) <<<"$actual" | grep -nxF -- "$line" | head -1 | cut -d: -f1)"
-    if [[ -z "$rest" ]]; then fail "README: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
+    if [[ -z "$rest" ]]; then fail "$doc: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
     at=$((at + rest))
   done <<<"$expected"
   passed=$((passed + 1))
 }
-if [[ -f "$readme" ]]; then
-  command="" expected="" in_section=0 in_block=0 transcripts=0
+for doc in "${docs[@]}"; do
+  if [[ ! -f "$doc" ]]; then fail "$doc: no such document"; continue; fi
+  command="" expected="" in_block=0 transcripts=0 lineno=0 cmd_line=0
   while IFS= read -r line; do
-    if [[ "$line" == "## The command line" ]]; then in_section=1; continue; fi
-    [[ $in_section -eq 1 && "$line" == "## "* ]] && break
-    [[ $in_section -eq 1 ]] || continue
-    if [[ "$line" == '```'* ]]; then
-      if [[ $in_block -eq 1 && -n "$command" ]]; then transcript_check "$command" "$expected"; command=""; fi
-      in_block=$((1 - in_block))
+    lineno=$((lineno + 1))
+    if [[ $in_block -eq 0 ]]; then
+      [[ "$line" == '```console' ]] && in_block=1
       continue
     fi
-    [[ $in_block -eq 1 ]] || continue
+    if [[ "$line" == '```' ]]; then
+      [[ -n "$command" ]] && transcript_check "$doc:$cmd_line" "$command" "$expected"
+      command="" expected="" in_block=0
+      continue
+    fi
     if [[ "$line" == '$ '* ]]; then
-      [[ -n "$command" ]] && transcript_check "$command" "$expected"
-      command="${line#\$ }" expected=""
+      [[ -n "$command" ]] && transcript_check "$doc:$cmd_line" "$command" "$expected"
+      command="${line#\$ }" expected="" cmd_line=$lineno
       transcripts=$((transcripts + 1))
     elif [[ -n "$command" ]]; then
       expected+="${expected:+$'\n'}$line"
     fi
-  done <"$readme"
-  [[ $transcripts -ge 5 ]] && passed=$((passed + 1)) ||
-    fail "README: found $transcripts transcript commands, expected 5 or more"
-fi
+  done <"$doc"
+  [[ $transcripts -ge 1 ]] && passed=$((passed + 1)) ||
+    fail "$doc: no \`$ distsampler\` transcript in a \`\`\`console block"
+done
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

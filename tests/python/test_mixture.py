@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: MIT
 import collections
 import math
-import os
 import pickle
 
 import pytest
@@ -11,6 +10,8 @@ from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 import distsampler
 from distsampler.torch import DistributedWeightedRandomSampler, MixtureBatchSampler
+
+import doc_blocks
 
 SIZES = [300, 120, 45]  # dist_worker.MIX_SIZES
 WEIGHTS = [0.5, 0.3, 0.2]  # dist_worker.MIX_WEIGHTS
@@ -238,18 +239,14 @@ def test_bad_input_is_named(make, message):
         make()
 
 
-def test_readme_mixture_example_runs_as_written():
-    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
-    with open(readme, encoding="utf-8") as f:
-        text = f.read()
-    start = text.index("```python", text.index("**Mixtures and weighted sampling.**")) + len("```python")
-    code = text[start:text.index("```", start)]
-    seen = []
-    scope = {"train_step": lambda x: seen.append(x.tolist())}
-    exec(compile(code, "README.md", "exec"), scope)
-    assert len(seen) == 2 * 50 * 2  # two epochs of 50 steps, 2 micro-batches of 8 per step on this rank
-    assert all(len(x) == 8 for x in seen)
-    assert seen[:100] != seen[100:]  # set_epoch changed the orders
+def test_python_guide_mixture_example_runs_as_written():
+    block = doc_blocks.block("docs/PYTHON.md", "example: mixture-python")
+    scope = {"__name__": "doc_example"}
+    exec(compile(block.code, block.path, "exec"), scope)
+    read = scope["read"]
+    assert len(read) == 2 * 50 * 2  # two epochs of 50 steps, 2 micro-batches of 8 per step on this rank
+    assert all(len(x) == 8 for x in read)
+    assert read[:100] != read[100:]  # set_epoch changed the orders
     assert scope["ckpt"]["sampler"]["epoch"] == 1
     assert len(scope["balanced"]) == 50
     drawn = collections.Counter(int(scope["labels"][i]) for i in scope["balanced"])

@@ -5,7 +5,6 @@ import gc
 import io
 import itertools
 import json
-import os
 import pickle
 import re
 import sys
@@ -18,9 +17,9 @@ from torch.utils.data import DataLoader
 import distsampler
 from distsampler import _core
 from distsampler.torch import EmptyToNone, TokenBatchSampler
+import doc_blocks
 from dist_worker import TOKEN_BUDGET, TOKEN_N, token_lengths
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 
 
 def lognormal_lengths(n, seed=1, cap=1000):
@@ -320,13 +319,11 @@ def test_four_gloo_ranks_same_steps_exactly_once_then_resume_on_two(gloo4):
     assert sorted(first + rest) == list(range(TOKEN_N))  # epoch 1 exactly once over both runs
 
 
-def test_readme_token_example_runs_as_documented():
-    text = open(README).read()
-    at = text.index("<!-- example: tokens-python -->")
-    code = re.search(r"```python\n(.*?)```", text[at:], re.S).group(1)
+def test_python_guide_token_example_runs_as_documented():
+    block = doc_blocks.block("docs/PYTHON.md", "example: tokens-python")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        exec(compile(block.code, block.path, "exec"), {"__name__": "doc_example"})
     lines = out.getvalue().splitlines()
     assert len(lines) == 2
     for epoch, line in enumerate(lines):
