@@ -15,6 +15,10 @@
   for a DataLoader's ``batch_sampler``; ``EmptyToNone`` is its ``collate_fn`` wrapper.
 - ``MixtureBatchSampler``: micro-batches mixing several sources in exact per-step
   proportions, as global indices into their concatenation (``ConcatDataset``).
+- ``PackedSequenceSampler``: fixed-length sequences packed from variable-length documents
+  (concat or best-fit), equal steps on every rank, exact elastic resume;
+  ``PackedSequenceDataset`` and ``collate_packed`` turn its pieces into tensors,
+  ``read_megatron_index`` / ``megatron_tokens`` read a Megatron indexed dataset.
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
@@ -25,7 +29,7 @@ The world (rank and world size) comes from the explicit arguments when given, el
 rank=0`` for one process.
 
 Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``tokens``,
-``mixture``, ``weighted``, ``guard``); import the names from ``distsampler.torch``, the
+``mixture``, ``packing``, ``weighted``, ``guard``); import the names from ``distsampler.torch``, the
 path every public class reports as its ``__module__`` (and pickles record).
 """
 
@@ -33,6 +37,14 @@ from ._common import default_torch_generation
 from .batch import DistributedBatchSampler
 from .guard import guard
 from .mixture import MixtureBatchSampler
+from .packing import (
+    MegatronIndex,
+    PackedSequenceDataset,
+    PackedSequenceSampler,
+    collate_packed,
+    megatron_tokens,
+    read_megatron_index,
+)
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .tokens import EmptyToNone, TokenBatchSampler
@@ -50,4 +62,10 @@ __all__ = [
     "DistributedWeightedRandomSampler",
     "guard",
     "default_torch_generation",
+    "PackedSequenceSampler",
+    "PackedSequenceDataset",
+    "collate_packed",
+    "read_megatron_index",
+    "megatron_tokens",
+    "MegatronIndex",
 ]

@@ -4,6 +4,14 @@ from ._common import default_torch_generation as default_torch_generation
 from .batch import DistributedBatchSampler as DistributedBatchSampler
 from .guard import guard as guard
 from .mixture import MixtureBatchSampler as MixtureBatchSampler
+from .packing import (
+    MegatronIndex as MegatronIndex,
+    PackedSequenceDataset as PackedSequenceDataset,
+    PackedSequenceSampler as PackedSequenceSampler,
+    collate_packed as collate_packed,
+    megatron_tokens as megatron_tokens,
+    read_megatron_index as read_megatron_index,
+)
 from .sampler import DistributedSampler as DistributedSampler
 from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
 from .tokens import EmptyToNone as EmptyToNone, TokenBatchSampler as TokenBatchSampler
