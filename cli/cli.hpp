@@ -134,6 +134,10 @@ int run_command(const Invocation& invocation);
 /// `distsampler pack` (cli/pack.cpp).
 int run_pack(const Invocation& invocation);
 
+/// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
+/// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
+int run_index(const std::vector<std::string_view>& args);
+
 }  // namespace cli
 
 #endif  // DISTSAMPLER_EXAMPLES_CLI_HPP

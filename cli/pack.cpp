@@ -1,6 +1,6 @@
 // The `distsampler pack` command: packed sequences per rank and step, states, and the epoch's packing summary.
 // SPDX-License-Identifier: MIT
-#include <distsampler/packing/detail/megatron_idx.hpp>
+#include <distsampler/files/megatron.hpp>
 #include <distsampler/packing/packed_sequence_sampler.hpp>
 
 #include <fmt/format.h>
@@ -17,15 +17,28 @@ namespace {
 
 namespace ds = distsampler;
 
-// --lengths: a list, a file of one count per line, or a Megatron .idx file (told by its magic, or
-// its name: a file named *.idx without the magic is refused as a foreign index).
+// --lengths: a list, a file of one count per line, or a Megatron .idx file (told by its magic or
+// its name; read by the files layer, which also checks the pointers against the .bin beside it).
 std::vector<std::uint32_t> pack_lengths(std::string_view spec) {
-  const bool named = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
-  if (!spec.empty() && spec.find_first_not_of("0123456789,") != std::string_view::npos &&
-      spec.find('\0') == std::string_view::npos && (named || ds::detail::is_megatron_idx_file(std::string(spec)))) {
-    return library("--lengths", [&] { return ds::detail::read_megatron_idx(std::string(spec)).sizes; });
+  bool idx = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
+  if (!idx && !spec.empty() && spec.find_first_not_of("0123456789,") != std::string_view::npos &&
+      spec.find('\0') == std::string_view::npos) {
+    std::FILE* f = std::fopen(std::string(spec).c_str(), "rb");
+    if (f != nullptr) {
+      char head[9] = {};
+      idx = std::fread(head, 1, sizeof head, f) == sizeof head && std::memcmp(head, "MMIDIDX\0\0", 9) == 0;
+      std::fclose(f);
+    }
   }
-  return parse_lengths("--lengths", spec);
+  if (!idx) return parse_lengths("--lengths", spec);
+  const ds::ShardIndex index = library("--lengths", [&] { return ds::index_megatron(std::string(spec)); });
+  std::uint64_t itemsize = 1;
+  for (std::uint64_t code = 1; code <= 8; ++code) {
+    if (ds::megatron_dtype(code).name == index.dtype) itemsize = ds::megatron_dtype(code).itemsize;
+  }
+  std::vector<std::uint32_t> out(index.records.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::uint32_t>(index.records[i].size / itemsize);
+  return out;
 }
 
 std::uint64_t positive(const Invocation& in, std::string_view flag, std::uint64_t fallback) {

@@ -368,6 +368,9 @@ import struct, sys
 d = sys.argv[1]
 body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, 3, 4) + struct.pack("<3i", 5, 0, 7)
 body += struct.pack("<3q", 0, 10, 10) + struct.pack("<4q", 0, 1, 2, 3)
+open(d + "/other.idx", "wb").write(b"TNTIDX\x00\x00\x00" + body[9:])
+for name in ("data", "cut", "text", "other"):
+    open(d + "/" + name + ".bin", "wb").write(bytes(24))
 open(d + "/data.idx", "wb").write(body)
 open(d + "/cut.idx", "wb").write(body[:-3])
 open(d + "/text.idx", "wb").write(b"5\n7\n")
@@ -375,9 +378,12 @@ PY
 expect 0 '^tokens: 12 in the epoch, 12 read, 0 dropped' -- pack --lengths "$tmp/data.idx" --seq-len 4 --world 1 --seed 1
 expect 0 '^sequences: 3 in the epoch, 3 read; 3 documents, 1 of 0 tokens skipped, 0 split$' -- pack \
     --lengths "$tmp/data.idx" --seq-len 4 --world 1
-refuse --lengths 'cut.idx: is truncated: 99 bytes cannot hold 3 sequences' pack --lengths "$tmp/cut.idx" --seq-len 4 \
+refuse --lengths 'cut.idx: is truncated: 99 bytes, but its header' pack --lengths "$tmp/cut.idx" --seq-len 4 \
     --world 1
-refuse --lengths 'text.idx: does not start with the magic' pack --lengths "$tmp/text.idx" --seq-len 4 --world 1
+refuse --lengths 'text.idx: is truncated: 4 bytes, shorter than the 34-byte header' pack --lengths "$tmp/text.idx" --seq-len 4 --world 1
+refuse --lengths 'other.idx: wrong magic (expected "MMIDIDX\0\0": not a Megatron .idx file)' pack \
+    --lengths "$tmp/other.idx" --seq-len 4 --world 1
+refuse --lengths 'data2.idx: cannot open' pack --lengths "$tmp/data2.idx" --seq-len 4 --world 1
 
 # Unknown commands.
 refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, pack or mix'
@@ -566,6 +572,44 @@ rc=$?
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
 
 # ---------------------------------------------------------------------------------------------------------
+# index: shard files indexed (records counted by hand here), verified, and every bad input refused.
+idx="$tmp/idx"
+mkdir -p "$idx/src"
+printf '{"a":1}\n\n{"b":2}\r\n[3]' >"$idx/p.jsonl"  # 3 records: the empty line is none, the last lacks its newline
+printf 'jpg' >"$idx/src/0001.jpg"
+printf 'txt' >"$idx/src/0001.txt"
+printf 'jpg2' >"$idx/src/0002.jpg"
+tar -cf "$idx/s.tar" -C "$idx/src" 0001.jpg 0001.txt 0002.jpg  # 2 samples: 0001 (jpg, txt) and 0002
+tar_bytes="$(wc -c <"$idx/s.tar" | tr -d ' ')"
+expect 0 "^$idx/p.jsonl jsonl 3 records 21 bytes"$'\n'"total 1 files 3 records 21 bytes$" -- index "$idx/p.jsonl"
+[[ -f "$idx/p.jsonl.dsidx" ]] && passed=$((passed + 1)) || fail "index wrote no $idx/p.jsonl.dsidx"
+expect 0 "^total 1 files 3 records 21 bytes verified$" -- index --verify "$idx/p.jsonl"
+expect 0 "^$idx/s.tar tar 2 records $tar_bytes bytes$" -- index --threads 2 "$idx/p.jsonl" "$idx/s.tar"
+expect 0 "^total 2 files 5 records $((21 + tar_bytes)) bytes$" -- index --threads=2 "$idx/p.jsonl" "$idx/s.tar"
+cp "$idx/p.jsonl" "$idx/p.txt"
+expect 0 "^$idx/p.txt jsonl 3 records 21 bytes$" -- index --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+[[ ! -f "$idx/p.txt.dsidx" && -n "$(ls "$tmp/idx-cache"/p.txt.*.dsidx 2>/dev/null)" ]] && passed=$((passed + 1)) ||
+  fail "index --cache-dir did not put the index in the cache folder only"
+expect 0 "verified$" -- index --verify --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+expect 0 '^usage: distsampler index ' -- index --help
+refuse "$idx/p.txt" 'cannot tell the format from the extension ".txt"' index "$idx/p.txt"
+refuse "$idx/missing.jsonl" 'cannot open (No such file or directory)' index "$idx/p.jsonl" "$idx/missing.jsonl"
+refuse "$idx/p.txt" 'has no index at' index --verify --format jsonl "$idx/p.txt"
+refuse --format 'is unknown (expected jsonl, tar, megatron or npy)' index --format csv "$idx/p.jsonl"
+refuse FILES 'no FILES given' index
+refuse FILES 'no FILES given' index --threads 2
+refuse --threads 'too small (expected at least 1)' index --threads 0 "$idx/p.jsonl"
+refuse --threads 'is not' index --threads two "$idx/p.jsonl"
+refuse --bogus 'unknown flag' index --bogus "$idx/p.jsonl"
+refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
+refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
+head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
+refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
+printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth
+refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the index' index --verify "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"
+expect 0 "verified$" -- index --verify "$idx/p.jsonl"
+
 # The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints
 # the lines shown after it, in order ("..." stands for lines left out), so no document can drift from the command.
 # A `$ name=$(distsampler ...)` line runs in this shell, for the commands after it; `$ echo ...` lines too.

@@ -1,4 +1,4 @@
-// distsampler tests: PackedSequenceSampler (concat and best-fit packing, steps, resume) and its .idx reader.
+// distsampler tests: PackedSequenceSampler (concat and best-fit packing, steps, resume, errors) and its packer.
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/packing/detail/megatron_idx.hpp>
 #include <distsampler/packing/packed_sequence_sampler.hpp>
 
 using namespace distsampler;
@@ -371,44 +370,4 @@ TEST_CASE("A packing state of another mode, seq_len or lengths is refused naming
   const PackedSequenceSampler r(7, lengths, World{1, 2}, PackOptions(o).with_micro_batch_size(2), st);
   REQUIRE(r.start() == 2);
   REQUIRE(r.num_steps() == 2);
-}
-
-TEST_CASE("The Megatron .idx reader reads sizes and pointers and refuses foreign or truncated files", "[packing]") {
-  auto le = [](std::string& s, std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  };
-  std::string idx(detail::megatron_idx_magic, 9);
-  le(idx, 1, 8);
-  idx.push_back(8);  // uint16 tokens
-  le(idx, 3, 8);
-  le(idx, 4, 8);
-  for (const std::uint64_t v : {5u, 0u, 7u}) le(idx, v, 4);
-  for (const std::uint64_t v : {0u, 10u, 10u}) le(idx, v, 8);
-  for (const std::uint64_t v : {0u, 1u, 2u, 3u}) le(idx, v, 8);
-  const detail::MegatronIndex m = detail::parse_megatron_idx(idx, "data.idx");
-  REQUIRE(m.sizes == std::vector<std::uint32_t>{5, 0, 7});
-  REQUIRE(m.pointers == std::vector<std::uint64_t>{0, 10, 10});
-  REQUIRE(m.dtype_size == 2);
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(idx.substr(0, idx.size() - 1), "data.idx"),
-                    Catch::StartsWith("Megatron index data.idx: is truncated: 101 bytes cannot hold 3 sequences"));
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(idx.substr(0, 20), "data.idx"),
-                    Catch::StartsWith("Megatron index data.idx: is truncated: 20 bytes"));
-  CHECK_THROWS_WITH(detail::parse_megatron_idx("GPTIDX\x00\x00\x00 and more bytes", "x.idx"),
-                    Catch::StartsWith("Megatron index x.idx: does not start with the magic"));
-  std::string bad = idx;
-  bad[9] = 2;
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(bad, "data.idx"), "Megatron index data.idx: has version 2 (expected 1)");
-  bad = idx;
-  bad[17] = 9;
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(bad, "data.idx"),
-                    "Megatron index data.idx: has dtype code 9 (expected 1..8)");
-  bad = idx;
-  bad[34 + 3] = static_cast<char>(0x80);
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(bad, "data.idx"), Catch::Contains("sequence 0 has a negative size"));
-  bad = idx;
-  bad[idx.size() - 8] = 4;
-  CHECK_THROWS_WITH(detail::parse_megatron_idx(bad, "data.idx"), Catch::Contains("document indices that do not run"));
-  CHECK_THROWS_WITH(detail::read_megatron_idx("no/such/file.idx"),
-                    "Megatron index no/such/file.idx: cannot be opened (expected a readable .idx file)");
-  REQUIRE_FALSE(detail::is_megatron_idx_file("no/such/file.idx"));
 }

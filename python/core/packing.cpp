@@ -1,4 +1,4 @@
-// _core binding of PackedSequenceSampler over a NumPy array of uint32 document lengths, and the .idx reader.
+// _core binding of PackedSequenceSampler over a NumPy array of uint32 document lengths (kept alive, not copied).
 // SPDX-License-Identifier: MIT
 #include <cstdint>
 #include <mutex>
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "common.hpp"
-#include "distsampler/packing/detail/megatron_idx.hpp"
 
 namespace distsampler_python {
 namespace {
@@ -90,13 +89,6 @@ py::dict pack_stats(const ds::PackEpochStats& s) {
   return d;
 }
 
-template <class T>
-py::array_t<T> to_numpy(const std::vector<T>& v) {
-  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
-  std::copy(v.begin(), v.end(), out.mutable_data());
-  return out;
-}
-
 }  // namespace
 
 void register_packing(py::module_& m) {
@@ -173,24 +165,6 @@ void register_packing(py::module_& m) {
         return PackCore(std::move(lengths), std::move(*built));
       },
       "Builds a C++ PackedSequenceSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
-  m.def(
-      "read_megatron_index",
-      [](const std::string& path) {
-        ds::detail::MegatronIndex idx;
-        {
-          py::gil_scoped_release release;
-          idx = ds::detail::read_megatron_idx(path);
-        }
-        py::dict d;
-        d["sizes"] = to_numpy(idx.sizes);
-        d["pointers"] = to_numpy(idx.pointers);
-        d["document_indices"] = to_numpy(idx.document_indices);
-        d["dtype_code"] = idx.dtype_code;
-        d["dtype_size"] = idx.dtype_size;
-        return d;
-      },
-      "Reads a Megatron indexed dataset's .idx file: sizes, pointers, document indices, dtype (ConfigError naming "
-      "the file when it is truncated or foreign).");
 }
 
 }  // namespace distsampler_python

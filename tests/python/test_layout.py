@@ -168,8 +168,8 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "PackedSequenceSampler"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
-                  "validate_world", "parse_state", "check_partition", "make_packed_sequence_sampler",
-                  "read_megatron_index"]
+                  "validate_world", "parse_state", "check_partition", "index_shards",
+                  "make_packed_sequence_sampler"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():

@@ -190,12 +190,16 @@ def test_megatron_index_and_bin_feed_the_sampler_and_collate(tmp_path):
     assert [b["input_ids"].tolist() for b in batches] == [[[1000, 1001, 1002, 1003]], [[1004, 1005, 1006, 1007]],
                                                           [[1008, 1009, 1010, 1011]]]
     assert s.stats["skipped_documents"] == 1
+    for name in ("cut", "other"):
+        tokens.tofile(tmp_path / f"{name}.bin")
     (tmp_path / "cut.idx").write_bytes(body[:-1])
-    with pytest.raises(distsampler.ConfigError, match=r"Megatron index .*cut\.idx: is truncated"):
+    with pytest.raises(distsampler.ConfigError, match=r"shard .*cut\.idx: is truncated"):
         read_megatron_index(tmp_path / "cut.idx")
-    (tmp_path / "other.idx").write_bytes(b"TNTIDX\x00\x00" + body[8:])
-    with pytest.raises(distsampler.ConfigError, match=r"other\.idx: does not start with the magic"):
+    (tmp_path / "other.idx").write_bytes(b"TNTIDX\x00\x00\x00" + body[9:])
+    with pytest.raises(distsampler.ConfigError, match=r"other\.idx: wrong magic"):
         read_megatron_index(tmp_path / "other.idx")
+    with pytest.raises(distsampler.ConfigError, match=r"missing\.idx: cannot open"):
+        read_megatron_index(tmp_path / "missing.idx")
 
 
 def test_four_gloo_ranks_same_steps_every_token_once_then_resume_on_two(gloo4):

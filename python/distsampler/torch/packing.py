@@ -13,28 +13,34 @@ from .batch import _StepSampler
 from .tokens import _token_lengths
 
 _MODES = ("concat", "best-fit")
-_DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32, 8: np.uint16}
 
-MegatronIndex = namedtuple("MegatronIndex", ["sizes", "pointers", "document_indices", "dtype"])
+MegatronIndex = namedtuple("MegatronIndex", ["sizes", "offsets", "dtype", "bin_path"])
 MegatronIndex.__module__ = PUBLIC_MODULE
-MegatronIndex.__doc__ = """A Megatron indexed dataset's .idx file: ``sizes`` (uint32 tokens per document),
-``pointers`` (byte offsets into the .bin), ``document_indices`` and the token ``dtype``."""
+MegatronIndex.__doc__ = """A Megatron indexed dataset: ``sizes`` (uint32 tokens per sequence, the sampler's
+``lengths``), ``offsets`` (each sequence's first token in the .bin, in tokens), the token
+``dtype`` and the ``bin_path``."""
 
 
 def read_megatron_index(path):
-    """Reads a Megatron indexed dataset's ``.idx`` file (magic ``MMIDIDX\\x00\\x00``, version 1).
-    ``ConfigError`` naming the file when it is truncated, foreign or unreadable."""
-    d = _core.read_megatron_index(os.fspath(path))
-    return MegatronIndex(d["sizes"], d["pointers"], d["document_indices"], np.dtype(_DTYPES[d["dtype_code"]]))
+    """Reads a Megatron indexed dataset (its ``.idx``, ``.bin`` or prefix) through the
+    files layer (``index_shards``): one entry per sequence (Megatron's unit; with one
+    sequence per document, as most preprocessing writes, a document). ``ConfigError``
+    naming the file when it is truncated, foreign, or its pointers run past the .bin."""
+    d = _core.index_shards([os.fspath(path)], format="megatron", cache="off")[0]
+    dtype = np.dtype(d["dtype"])
+    sizes = d["sizes"] // dtype.itemsize
+    if sizes.size and int(sizes.max()) > (1 << 32) - 1:
+        raise ConfigError(f"read_megatron_index: {os.fspath(path)} has a sequence of {int(sizes.max())} tokens "
+                          "(expected at most 4294967295)")
+    return MegatronIndex(sizes.astype(np.uint32), d["offsets"] // dtype.itemsize, dtype, d["data_path"])
 
 
 def megatron_tokens(prefix):
-    """``(tokens, offsets, index)`` of the Megatron dataset ``prefix`` (``prefix.idx`` and
-    ``prefix.bin``): the .bin as a read-only ``np.memmap`` of its dtype, each document's
-    first token in it, and the parsed index."""
-    index = read_megatron_index(f"{os.fspath(prefix)}.idx")
-    tokens = np.memmap(f"{os.fspath(prefix)}.bin", dtype=index.dtype, mode="r")
-    return tokens, index.pointers // index.dtype.itemsize, index
+    """``(tokens, offsets, index)`` of the Megatron dataset ``prefix``: the .bin as a
+    read-only ``np.memmap`` of its dtype, each sequence's first token in it, and the index."""
+    index = read_megatron_index(prefix)
+    tokens = np.memmap(index.bin_path, dtype=index.dtype, mode="r")
+    return tokens, index.offsets, index
 
 
 class PackedSequenceSampler(_StepSampler):

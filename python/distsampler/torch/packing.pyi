@@ -13,9 +13,9 @@ PackedSequence = Tuple[Piece, ...]
 
 class MegatronIndex(NamedTuple):
     sizes: np.ndarray
-    pointers: np.ndarray
-    document_indices: np.ndarray
+    offsets: np.ndarray
     dtype: np.dtype
+    bin_path: str
 
 def read_megatron_index(path: Union[str, os.PathLike]) -> MegatronIndex: ...
 def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, MegatronIndex]: ...
