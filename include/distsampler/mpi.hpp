@@ -131,7 +131,8 @@ class OverlapGuard : public ReadSums {
 };
 
 /// The overlap guard for the current epoch, or the segment a resume left, of a
-/// DistributedSampler, DistributedBatchSampler or TokenBatchSampler: feeds this rank's
+/// DistributedSampler, DistributedBatchSampler, TokenBatchSampler or PackedSequenceSampler
+/// (include packing/guard.hpp; a document counts where its first token is read): feeds this rank's
 /// reads and its share of the samples the segment leaves unread (segment_sums) into an
 /// OverlapGuard. Collective over `comm`; O(N / W + reads) per rank (O(N log M) for the
 /// token sampler, which plans every window).

@@ -182,12 +182,12 @@ using OverlapWords = std::array<std::uint64_t, overlap_word_count>;
 namespace detail {
 
 // The sampler families a guard record names by number (index = code; 0: none of them).
-inline constexpr std::string_view guard_families[] = {"", "distributed", "batch", "shard", "tokens"};
+inline constexpr std::string_view guard_families[] = {"", "distributed", "batch", "shard", "tokens", "pack"};
 
 }  // namespace detail
 
 /// The number a guard record carries for a sampler family name (the samplers' `family`
-/// constants: "distributed" 1, "batch" 2, "shard" 3, "tokens" 4); 0 for any other. O(1).
+/// constants: "distributed" 1, "batch" 2, "shard" 3, "tokens" 4, "pack" 5); 0 for any other. O(1).
 [[nodiscard]] constexpr std::uint64_t guard_family_code(std::string_view family) noexcept {
   for (std::uint64_t i = 1; i < std::size(detail::guard_families); ++i) {
     if (detail::guard_families[i] == family) return i;

@@ -16,6 +16,7 @@
 #include "detail/decimal.hpp"
 #include "detail/mix.hpp"
 #include "distsampler.hpp"
+#include "packing/guard.hpp"
 #include "torch.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
@@ -128,6 +129,18 @@ inline GuardKey key_of(const TokenBatchSampler& s) {
       {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
        engine.fingerprint(), s.start(), 0, s.accumulation_steps(), 0, s.layout_hash(), s.world_size()},
       s.rank()};
+}
+
+inline GuardKey key_of(const PackedSequenceSampler& s) {
+  // The lengths, L, mode and window options are the layout field (the state's key), the
+  // batch shape two fields; the engine field is the key's fingerprint without the layout.
+  const StateKey k = s.key();
+  StateKey engine = k;
+  engine.layout = 0;
+  return GuardKey{{family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
+                   static_cast<std::uint64_t>(k.tail), engine.fingerprint(), s.start(), s.micro_batch_size(),
+                   s.accumulation_steps(), 0, s.layout_hash(), s.world_size()},
+                  s.rank()};
 }
 
 // The library sampler a libtorch adapter reads (a snapshot of its pass), or the sampler itself.
@@ -248,7 +261,8 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
 /// built for its process's own rank, and the shares are disjoint and covering (padding
 /// and what the tail drops excepted). `sampler` is a DistributedSampler,
 /// DistributedBatchSampler, StreamingShardSampler, TokenBatchSampler (empty micro-batches
-/// read nothing; samples skipped under Oversize::skip count as skipped) or one of the
+/// read nothing; samples skipped under Oversize::skip count as skipped),
+/// PackedSequenceSampler (a document counts once, where its first token is read) or one of the
 /// libtorch adapters (the pass it reads, or the next one when set_epoch or resume is
 /// pending). See check_reads
 /// for the communication, the verdict and what throws.

@@ -21,6 +21,7 @@
 #include "../version.hpp"
 #include "../world.hpp"
 #include "detail/best_fit.hpp"
+#include "detail/scan.hpp"
 #include "options.hpp"
 #include "window.hpp"
 
@@ -224,6 +225,28 @@ class PackedSequenceSampler {
     return out;
   }
 
+  /// Calls f(document) for every document no sequence of the epoch starts: those of 0
+  /// tokens and, in concat, those starting in the last partial sequence. O(N) for the
+  /// first kind (a scan of the lengths), O(D) for the second.
+  template <class F>
+  void for_each_unsequenced(PackWindow& cache, F&& f) const {
+    for (std::uint64_t d = 0; d < n_; ++d) {
+      if (lengths_.data[d] == 0) f(d);
+    }
+    if (options_.mode != PackMode::concat) return;
+    for (std::uint64_t t = num_sequences() * options_.seq_len; t < tokens_;) {
+      const std::uint64_t v = window_of(epoch_.token_start, t);
+      plan(v, cache);
+      const std::uint64_t local = t - epoch_.token_start[v];
+      std::uint64_t i = static_cast<std::uint64_t>(std::upper_bound(cache.prefix_.begin(), cache.prefix_.end(), local) -
+                                                   cache.prefix_.begin()) - 1;
+      for (; i < cache.documents_.size(); ++i) {
+        if (cache.prefix_[i] >= local && cache.prefix_[i + 1] > cache.prefix_[i]) f(cache.documents_[i]);
+      }
+      t = epoch_.token_start[v + 1];
+    }
+  }
+
  private:
   static constexpr std::string_view who = "PackedSequenceSampler";
 
@@ -248,74 +271,18 @@ class PackedSequenceSampler {
 
   [[nodiscard]] Tail mode_tail() const noexcept { return options_.mode == PackMode::concat ? Tail::drop : Tail::uneven; }
 
-  // One sequential pass over the lengths: checks them, sums the chunks, hashes them with the options.
   void scan(std::uint64_t dataset_size) {
-    if (lengths_.size != dataset_size) {
-      detail::throw_config_error(std::string(who) + ": lengths has " + std::to_string(lengths_.size) +
-                                 " values but dataset_size is " + std::to_string(dataset_size) +
-                                 " (expected one token count per document)");
-    }
-    if (dataset_size > 0 && lengths_.data == nullptr) {
-      detail::throw_config_error(std::string(who) + ": lengths has no data for dataset_size " +
-                                 std::to_string(dataset_size) + " (expected a pointer to the token counts)");
-    }
-    const std::uint64_t c = options_.chunk, l = options_.seq_len;
-    const bool best_fit = options_.mode == PackMode::best_fit;
-    chunk_tokens_.assign(static_cast<std::size_t>((dataset_size + c - 1) / c), 0);
-    std::uint64_t lanes[4] = {0x6a09e667f3bcc909u, 0xbb67ae8584caa73bu, 0x3c6ef372fe94f82bu, 0xa54ff53a5f1d36f1u};
-    std::uint64_t zeros = 0, longer = 0, total = 0;
-    for (std::uint64_t first = 0; first < dataset_size; first += c) {
-      const std::uint64_t end = std::min(dataset_size, first + c);
-      std::uint64_t sum = 0;
-      for (std::uint64_t i = first; i < end; ++i) {
-        const std::uint64_t len = lengths_.data[i];
-        sum += len;
-        std::uint64_t& h = lanes[i & 3];
-        h = (h ^ len) * 0x9e3779b97f4a7c15u;
-        if (len == 0) ++zeros;
-        if (len > l) {
-          ++longer;
-          if (best_fit && !options_.split_long) {
-            detail::throw_config_error(std::string(who) + ": document " + std::to_string(i) + " has " +
-                                       std::to_string(len) + " tokens, over seq_len " + std::to_string(l) +
-                                       " (expected at most seq_len with split_long off; or turn split_long on)");
-          }
-        }
-      }
-      chunk_tokens_[first / c] = sum;
-      total += sum;
-    }
-    std::uint64_t h = 0;
-    for (const std::uint64_t v : lanes) h = detail::hash_field(h, detail::mix64(v));
-    for (const std::uint64_t v : {dataset_size, options_.window, options_.chunk, std::uint64_t{options_.split_long}}) {
-      h = detail::hash_field(h, v);
-    }
-    layout_ = (detail::mix64(h) << 24) | (l << 1) | static_cast<std::uint64_t>(options_.mode);
+    detail::LengthScan found = detail::scan_lengths(lengths_, dataset_size, options_, who);
+    chunk_tokens_.swap(found.chunk_tokens);
     n_ = dataset_size;
-    tokens_ = total;
-    zeros_ = zeros;
-    longer_ = best_fit ? longer : 0;
+    tokens_ = found.tokens;
+    zeros_ = found.zeros;
+    longer_ = found.longer;
+    layout_ = found.layout;
   }
 
-  // Mode and L first, by name (the generic check could only say the layout differs).
   void check_state(const SamplerState& state) const {
-    if (state.has_key() && state.sampler == family) {
-      const std::string prefix = std::string(who) + ": ";
-      if ((state.layout & 1) != (layout_ & 1)) {
-        detail::throw_state_error(prefix + "mode differs (state " +
-                                  std::string(to_string(static_cast<PackMode>(state.layout & 1))) + ", sampler " +
-                                  std::string(to_string(options_.mode)) + ")");
-      }
-      const std::uint64_t saved_len = (state.layout >> 1) & PackOptions::max_seq_len;
-      if (saved_len != options_.seq_len) {
-        detail::throw_state_error(prefix + "seq_len differs (state " + std::to_string(saved_len) + ", sampler " +
-                                  std::to_string(options_.seq_len) + ")");
-      }
-      if (state.dataset_size != tokens_) {
-        detail::throw_state_error(prefix + "document lengths differ (state " + std::to_string(state.dataset_size) +
-                                  " tokens, sampler " + std::to_string(tokens_) + ")");
-      }
-    }
+    detail::check_pack_state(state, family, layout_, tokens_, who);
     state.validate(key(), who);
   }
 
