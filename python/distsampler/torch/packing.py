@@ -113,6 +113,17 @@ class PackedSequenceSampler(_StepSampler):
     def _fetcher(self, core):
         return core.micro_batches
 
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied:
+        a best-fit plan packs every window)."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = self._build(key)
+            self._base_key = key
+        if self._base.epoch != epoch:
+            self._base.set_epoch(epoch)
+        return self._base.copy()
+
     def _current(self):
         return self._prepared if self._pending is not None else self._cpp(self.epoch)
 
