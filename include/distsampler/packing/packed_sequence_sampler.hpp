@@ -41,7 +41,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// window's sequences. Either way the epoch has one sequence order, independent of the
 /// world and the batch shape. Step s reads sequences [start + s*G, start + (s+1)*G), G =
 /// M x world_size x accumulation_steps, rank r its micro-batches in BatchLayout's layout:
-/// concat drops the last partial step (fewer than (G + 1) x L tokens a epoch), best-fit
+/// concat drops the last partial step (fewer than (G + 1) x L tokens an epoch), best-fit
 /// spreads it over every micro-batch (counts differ by at most 1) and fills each with
 /// empty sequences to M. Documents of 0 tokens are skipped and counted.
 ///
