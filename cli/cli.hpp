@@ -139,8 +139,6 @@ struct Invocation {
 /// Runs the parsed command through its CommandSpec::run; returns the exit status (0 ok, 1 a promise
 /// failed). Throws UsageError.
 int run_command(const Invocation& invocation);
-/// `distsampler pack` (cli/pack.cpp).
-int run_pack(const Invocation& invocation);
 
 /// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
 /// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.

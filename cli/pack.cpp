@@ -55,8 +55,6 @@ void write(std::string& buffer, bool force) {
   buffer.clear();
 }
 
-}  // namespace
-
 int run_pack(const Invocation& in) {
   const std::vector<std::uint32_t> lengths = pack_lengths(in.text("--lengths"));
   const std::uint64_t world_size = positive(in, "--world", 1);
@@ -156,6 +154,27 @@ int run_pack(const Invocation& in) {
                  st.padding_efficiency(), st.empty_sequences);
   write(line, true);
   return 0;
+}
+
+}  // namespace
+
+std::vector<CommandSpec> pack_commands() {
+  return {{"pack",
+           "distsampler pack --lengths FILE|LIST|INDEX.idx --seq-len L --world W [--micro-batch M] [--accum K] [flags]",
+           "print packed sequences per rank and step, equal per rank per step",
+           "print each step's micro-batches of packed sequences, one line each: step S rank R: [d:o+n ...] [...],\n"
+           "a bracket group per sequence (M of them), each piece document:offset+length, [] an empty sequence;\n"
+           "of rank R only with --rank. --lengths takes a list, a file of one count per line or a Megatron .idx\n"
+           "file. --state-after S stops before step S and prints the state; --resume continues it on any world,\n"
+           "numbering steps globally. Then a summary: sequences, tokens dropped or padded, padding efficiency,\n"
+           "empty sequences. Documents of 0 tokens are skipped and counted.",
+           {"--lengths", "--seq-len", "--world"},
+           {"--micro-batch", "--accum", "--global-batch", "--mode", "--window", "--chunk", "--no-split", "--rank",
+            "--steps", "--seed", "--epoch", "--state-after", "--resume"},
+           fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at "
+                       "most {}.\n",
+                       limits::lengths, limits::ranks),
+           run_pack}};
 }
 
 }  // namespace cli

@@ -386,7 +386,7 @@ refuse --lengths 'other.idx: wrong magic (expected "MMIDIDX\0\0": not a Megatron
 refuse --lengths 'data2.idx: cannot open' pack --lengths "$tmp/data2.idx" --seq-len 4 --world 1
 
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, pack or mix'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix or pack'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2

@@ -1,5 +1,9 @@
-// distsampler sequence packing: the overlap check's customisation point (segment_sums) for PackedSequenceSampler.
+// distsampler sequence packing's guard customisation points: its overlap sums (segment_sums) and its GuardShape.
 // SPDX-License-Identifier: MIT
+// Before the guard: packed_sequence_sampler.hpp defines the sampler and then includes this
+// header, so included first, this header's body still comes after the sampler.
+#include "packed_sequence_sampler.hpp"
+
 #ifndef DISTSAMPLER_PACKING_GUARD_HPP
 #define DISTSAMPLER_PACKING_GUARD_HPP
 
@@ -9,7 +13,6 @@
 #include "../overlap_check.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
-#include "packed_sequence_sampler.hpp"
 #include "window.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
@@ -21,7 +24,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// sequence before start(), or in concat's dropped tail) is skipped by one rank (every
 /// W-th of them, by rank). Summed over the ranks (MPI's guard_epoch, the c10d guard,
 /// check_overlap), the verdict says every document is started exactly once. Found by
-/// argument-dependent lookup; include this header to guard the packing family.
+/// argument-dependent lookup (overlap_check.hpp).
 /// O(N) per rank (the windows of its sequences and of the unread ones are planned), O(D) memory.
 [[nodiscard]] inline ReadSums segment_sums(const PackedSequenceSampler& s, const World& process) {
   ReadSums sums;
@@ -59,6 +62,17 @@ DISTSAMPLER_NAMESPACE_BEGIN
   // Documents with no sequence at all: 0 tokens, or (concat) started in the last partial sequence.
   s.for_each_unsequenced(cache, skip);
   return sums;
+}
+
+/// The guards' shape of a PackedSequenceSampler: its micro-batch size and accumulation
+/// steps, and as layout the key of the lengths, seq_len, mode and window options
+/// (layout_hash(), the state key's layout). O(1).
+[[nodiscard]] inline GuardShape guard_shape(const PackedSequenceSampler& s) noexcept {
+  GuardShape shape;
+  shape.micro_batch_size = s.micro_batch_size();
+  shape.accumulation_steps = s.accumulation_steps();
+  shape.layout = s.layout_hash();
+  return shape;
 }
 
 DISTSAMPLER_NAMESPACE_END
