@@ -141,7 +141,7 @@ TEST_CASE("Concat packing cuts the shuffled token stream into full sequences rea
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
     detail::SplitMix64 rng(trial + 100);
     const std::uint64_t n = rng() % 400, l = 1 + rng() % 64, chunk = 1 + rng() % 8;
-    const std::uint64_t window = chunk * (1 + rng() % 6) + rng() % chunk, w = 1 + rng() % 4;
+    const std::uint64_t chunks = 1 + rng() % 6, window = chunk * chunks + rng() % chunk, w = 1 + rng() % 4;
     const std::uint64_t m = 1 + rng() % 3, k = 1 + rng() % 3;
     const auto lengths = pack_test_lengths(n, trial, static_cast<std::uint32_t>(3 * l));
     const PackOptions o = pack_opts(PackMode::concat, l, m, k, window, chunk, trial).with_shuffle(trial % 5 != 0);
@@ -179,7 +179,7 @@ TEST_CASE("Best-fit packing reads every token of every document once, in sequenc
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
     detail::SplitMix64 rng(trial + 200);
     const std::uint64_t n = rng() % 400, l = 1 + rng() % 64, chunk = 1 + rng() % 8;
-    const std::uint64_t window = chunk * (1 + rng() % 6) + rng() % chunk, w = 1 + rng() % 4;
+    const std::uint64_t chunks = 1 + rng() % 6, window = chunk * chunks + rng() % chunk, w = 1 + rng() % 4;
     const std::uint64_t m = 1 + rng() % 3, k = 1 + rng() % 3;
     const auto lengths = pack_test_lengths(n, trial + 7, static_cast<std::uint32_t>(2 * l));
     const PackOptions o = pack_opts(PackMode::best_fit, l, m, k, window, chunk, trial).with_shuffle(trial % 5 != 0);
@@ -383,7 +383,8 @@ TEST_CASE("The overlap check proves every document of a packed epoch or resumed 
     const PackMode mode = trial % 2 == 0 ? PackMode::concat : PackMode::best_fit;
     const std::uint64_t n = 1 + rng() % 300, l = 2 + rng() % 40, w = 1 + rng() % 4, chunk = 1 + rng() % 8;
     const auto lengths = pack_test_lengths(n, trial + 40, static_cast<std::uint32_t>(3 * l));
-    const PackOptions o = pack_opts(mode, l, 1 + rng() % 3, 1 + rng() % 2, chunk * 3, chunk, trial);
+    const std::uint64_t m = 1 + rng() % 3, k = 1 + rng() % 2;  // one draw per statement part: a fixed order
+    const PackOptions o = pack_opts(mode, l, m, k, chunk * 3, chunk, trial);
     const PackedSequenceSampler probe(n, lengths, World{0, w}, o);
     const std::uint64_t stop = probe.num_steps() == 0 ? 0 : rng() % (probe.num_steps() + 1);
     const SamplerState state = probe.state(stop);
