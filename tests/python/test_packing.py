@@ -10,7 +10,8 @@ import torch
 from torch.utils.data import DataLoader
 
 import distsampler
-from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, collate_packed, guard, megatron_tokens,
+import distsampler.torch as dst
+from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
                                read_megatron_index)
 
 from dist_worker import PACK_L, pack_lengths
@@ -106,6 +107,31 @@ def test_dataloader_with_two_workers_yields_the_sampler_order_as_tensors():
             ids = [offsets[d] + o + i for d, o, n in seq for i in range(n)]
             assert batch["input_ids"][row, :len(ids)].tolist() == ids
             assert batch["num_tokens"][row] == len(ids)
+
+
+def test_the_checkpointing_loader_resumes_packed_sequences_after_the_batches_received():
+    lengths = lognormal(800, seed=5)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    data = PackedSequenceDataset(np.arange(int(lengths.sum()), dtype=np.int64), offsets)
+    collate = functools.partial(collate_packed, seq_len=128)
+
+    def loader(world, rank, m):
+        s = PackedSequenceSampler(lengths, 128, m, world, rank, mode="best-fit", window=128, seed=2)
+        return dst.DataLoader(data, batch_sampler=s, num_workers=2, collate_fn=collate)
+
+    first = [loader(2, r, 2) for r in range(2)]
+    seen = []
+    states = []
+    for dl in first:
+        it = iter(dl)
+        seen += [next(it)["pieces"] for _ in range(5)]  # the workers drew ahead of these
+        states.append(dl.state_dict())
+    assert states[0]["state"] == states[1]["state"]
+    for r in range(3):  # resumed on 3 ranks of 1 sequence each
+        dl = loader(3, r, 1)
+        dl.load_state_dict(states[0])
+        seen += [b["pieces"] for b in dl]
+    assert covered(lengths, seen) == int(lengths.sum())
 
 
 def test_resume_on_another_world_reads_the_rest_once_and_the_same_global_batch_exactly():

@@ -44,14 +44,8 @@ from .batch import DistributedBatchSampler
 from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
-from .packing import (
-    MegatronIndex,
-    PackedSequenceDataset,
-    PackedSequenceSampler,
-    collate_packed,
-    megatron_tokens,
-    read_megatron_index,
-)
+from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
+                      read_megatron_index)
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .sharded import ShardedDataset, ShardedItem
