@@ -117,7 +117,7 @@ int run_pack(const Invocation& in) {
   ds::PackWindow cache;
   for (std::uint64_t step = 0; step < steps; ++step) {
     for (std::uint64_t r = first; r < last; ++r) {
-      for (std::uint64_t k = 0; k < s.accumulation_steps(); ++k) {
+      for (std::uint64_t k = 0; k < s.micro_batches_in_step(step); ++k) {
         const ds::PackMicroBatch b = s.micro_batch_of(step, k, r, cache);
         fmt::format_to(std::back_inserter(line), "step {} rank {}:", offset + step, r);
         for (std::uint64_t i = 0; i < b.sequences(); ++i) {

@@ -41,7 +41,7 @@ PackRead pack_read_all(const PackedSequenceSampler& s, std::uint64_t from_step =
   PackRead out;
   PackWindow cache;
   for (std::uint64_t step = from_step; step < s.num_steps(); ++step) {
-    for (std::uint64_t k = step == from_step ? from_k : 0; k < s.accumulation_steps(); ++k) {
+    for (std::uint64_t k = step == from_step ? from_k : 0; k < s.micro_batches_in_step(step); ++k) {
       for (std::uint64_t r = 0; r < s.world_size(); ++r) {
         const PackMicroBatch mb = s.micro_batch_of(step, k, r, cache);
         REQUIRE(mb.sequences() == s.micro_batch_size());

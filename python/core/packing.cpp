@@ -31,14 +31,14 @@ class PackCore {
     sampler_.resume(state);
   }
 
-  // This rank's micro-batch number `id` (= step * K + k); call without the GIL.
+  // This rank's micro-batch number `id` (step-major from the resume point); call without the GIL.
   ds::PackMicroBatch micro_batch(std::uint64_t id) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    const std::uint64_t k = sampler_.accumulation_steps();
-    return sampler_.micro_batch(id / k, id % k, window_);
+    const ds::MicroBatchId at = sampler_.micro_batch_id(id);
+    return sampler_.micro_batch(at.step, at.micro_batch, window_);
   }
 
-  std::uint64_t total() const noexcept { return sampler_.num_steps() * sampler_.accumulation_steps(); }
+  std::uint64_t total() const { return sampler_.micro_batch_count(); }
 
  private:
   py::array lengths_;
@@ -96,6 +96,9 @@ void register_packing(py::module_& m) {
   py::class_<T>(m, "PackedSequenceSampler")
       .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
       .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
+      .def_property_readonly("micro_batch_count", &T::total)
+      .def("state_after_micro_batches",
+           [](const T& t, std::uint64_t j) { return t.sampler().state_after_micro_batches(j).to_text(); })
       .def_property_readonly("micro_batch_size", [](const T& t) { return t.sampler().micro_batch_size(); })
       .def_property_readonly("global_batch_size", [](const T& t) { return t.sampler().global_batch_size(); })
       .def_property_readonly("num_sequences", [](const T& t) { return t.sampler().num_sequences(); })

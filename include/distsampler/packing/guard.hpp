@@ -35,7 +35,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
   };
   PackWindow cache;
   for (std::uint64_t step = 0; step < s.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < s.accumulation_steps(); ++k) {
+    for (std::uint64_t k = 0; k < s.micro_batches_in_step(step); ++k) {
       const PackMicroBatch b = s.micro_batch(step, k, cache);
       for (const PackPiece& p : b.pieces) {
         if (p.offset == 0) sums.read(p.document);
@@ -44,9 +44,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
   }
   // The sequences this segment does not read: before its start, and past its last step.
   const BatchLayout& layout = s.layout();
-  const std::uint64_t read_end = layout.num_steps() == layout.full_steps()
-                                     ? layout.start() + layout.full_steps() * layout.global_batch_size()
-                                     : layout.dataset_size();
+  const std::uint64_t read_end = layout.read_end();
   std::vector<PackPiece> pieces;
   auto unread_sequences = [&](std::uint64_t begin, std::uint64_t end) {
     for (std::uint64_t j = begin; j < end; ++j) {

@@ -19,6 +19,7 @@
 #include "../options.hpp"
 #include "../state.hpp"
 #include "../version.hpp"
+#include "../worker_schedule.hpp"
 #include "../world.hpp"
 #include "detail/best_fit.hpp"
 #include "detail/scan.hpp"
@@ -103,6 +104,14 @@ class PackedSequenceSampler {
   /// Optimizer steps left in this epoch: the same on every rank.
   [[nodiscard]] std::uint64_t num_steps() const noexcept { return epoch_.layout.num_steps(); }
   [[nodiscard]] std::uint64_t size() const noexcept { return num_steps(); }
+  /// Micro-batches of `step` on every rank: accumulation_steps, less in step 0 of a
+  /// resumed epoch the rounds of the interrupted step read before (BatchLayout::lead).
+  [[nodiscard]] std::uint64_t micro_batches_in_step(std::uint64_t step) const noexcept {
+    return epoch_.layout.micro_batches(step);
+  }
+  /// This rank's micro-batches left in the epoch, and number j of them (step-major).
+  [[nodiscard]] std::uint64_t micro_batch_count() const { return schedule().total(); }
+  [[nodiscard]] MicroBatchId micro_batch_id(std::uint64_t j) const { return schedule().at(0, j); }
   /// The step layout over the epoch's sequence order (positions are sequence numbers).
   [[nodiscard]] const BatchLayout& layout() const noexcept { return epoch_.layout; }
   [[nodiscard]] const PackEpochStats& stats() const noexcept { return epoch_.stats; }
@@ -139,13 +148,20 @@ class PackedSequenceSampler {
 
   /// The state after every rank read `steps_done` steps and, in the next step, the first
   /// `micro_batches_done` micro-batches. Throws config_error when steps_done > num_steps(),
-  /// micro_batches_done >= accumulation_steps, or micro_batches_done > 0 at the end. O(1).
+  /// micro_batches_done >= micro_batches_in_step(steps_done), or micro_batches_done > 0 at
+  /// the end. O(1). A mid-step state resumes as DistributedBatchSampler's (BatchLayout).
   [[nodiscard]] SamplerState state(std::uint64_t steps_done, std::uint64_t micro_batches_done = 0) const {
     SamplerState s;
     s.epoch = epoch_.epoch;
     s.consumed = epoch_.layout.consumed(steps_done, micro_batches_done, "PackedSequenceSampler::state");
     s.set_key(key());
     return s;
+  }
+  /// The state after this rank's first j micro-batches (j up to micro_batch_count()).
+  [[nodiscard]] SamplerState state_after_micro_batches(std::uint64_t j) const {
+    if (j >= micro_batch_count()) return state(num_steps());
+    const MicroBatchId id = micro_batch_id(j);
+    return state(id.step, id.micro_batch);
   }
 
   /// Validates `state` (mode, seq_len, lengths, options, seed: state_error naming the
@@ -208,11 +224,12 @@ class PackedSequenceSampler {
   [[nodiscard]] PackMicroBatch micro_batch_of(std::uint64_t step, std::uint64_t k, std::uint64_t rank,
                                               PackWindow& cache) const {
     const BatchLayout& l = epoch_.layout;
-    if (step >= l.num_steps() || k >= l.accumulation_steps() || rank >= l.world_size()) {
+    if (step >= l.num_steps() || k >= l.micro_batches(step) || rank >= l.world_size()) {
       throw std::out_of_range("PackedSequenceSampler::micro_batch: step " + std::to_string(step) + ", k " +
                               std::to_string(k) + " or rank " + std::to_string(rank) +
                               " is out of range (expected step < " + std::to_string(l.num_steps()) + ", k < " +
-                              std::to_string(l.accumulation_steps()) + ", rank < " + std::to_string(l.world_size()) +
+                              std::to_string(step < l.num_steps() ? l.micro_batches(step) : l.accumulation_steps()) +
+                              ", rank < " + std::to_string(l.world_size()) +
                               ")");
     }
     PackMicroBatch out;
@@ -279,6 +296,11 @@ class PackedSequenceSampler {
     zeros_ = found.zeros;
     longer_ = found.longer;
     layout_ = found.layout;
+  }
+
+  [[nodiscard]] WorkerSchedule schedule() const {
+    const BatchLayout& l = epoch_.layout;
+    return WorkerSchedule(l.num_steps(), l.accumulation_steps(), 1, "PackedSequenceSampler", l.lead());
   }
 
   void check_state(const SamplerState& state) const {
@@ -422,7 +444,7 @@ class PackedSequenceSampler {
     s.seq_len = l;
     s.read_sequences = sequences - start;
     if (options_.mode == PackMode::concat) {
-      s.read_sequences = e.layout.full_steps() * e.layout.global_batch_size();
+      s.read_sequences = e.layout.read_end() - start;
       s.read_tokens = s.read_sequences * l;
       s.dropped_tokens = tokens_ - start * l - s.read_tokens;
     } else {
