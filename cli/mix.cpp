@@ -36,17 +36,24 @@ struct MixFlags {
 /// Rank `rank`'s MixtureSampler at the flags' epoch.
 [[nodiscard]] inline distsampler::MixtureSampler make_mixture(const MixFlags& mix, std::uint64_t rank) {
   namespace ds = distsampler;
-  return library("--sources/--weights/--schedule", [&] {
-    ds::MixtureSampler made(mix.sources, mix.weights, ds::World(rank, mix.world_size),
-                            ds::MixtureOptions()
-                                .with_micro_batch_size(mix.micro_batch)
-                                .with_accumulation_steps(mix.accum)
-                                .with_seed(mix.seed)
-                                .with_schedule(mix.schedule)
-                                .with_end(mix.end, mix.end_count));
-    made.set_epoch(mix.epoch);
-    return made;
-  });
+  try {
+    return library("--sources/--weights/--schedule/--end", [&] {
+      ds::MixtureSampler made(mix.sources, mix.weights, ds::World(rank, mix.world_size),
+                              ds::MixtureOptions()
+                                  .with_micro_batch_size(mix.micro_batch)
+                                  .with_accumulation_steps(mix.accum)
+                                  .with_seed(mix.seed)
+                                  .with_schedule(mix.schedule)
+                                  .with_end(mix.end, mix.end_count));
+      made.set_epoch(mix.epoch);
+      return made;
+    });
+  } catch (const UsageError& e) {
+    // The library names its ends as the enum does; the command line spells them as --end values.
+    std::string message = e.what();
+    for (std::size_t at; (at = message.find("MixtureEnd::")) != std::string::npos;) message.replace(at, 12, "--end ");
+    throw UsageError(message);
+  }
 }
 
 /// The largest |count_i(k) - ideal_i(k)| over prefixes k of [0, positions) of `s`'s epoch, per source, with
@@ -108,9 +115,10 @@ void end_flags(const Invocation& in, MixFlags& f) {
                                  names[which], names[which]));
   }
   if (!counted && in.has("--end-count")) {
-    throw UsageError(fmt::format("--end-count is given but --end is {} (expected --end samples or steps, or no "
-                                 "--end-count: that end has no count)",
-                                 names[which]));
+    throw UsageError(
+        fmt::format("--end-count is given but --end is {} (expected --end samples or steps, or no "
+                    "--end-count: that end has no count)",
+                    names[which]));
   }
   if (counted) f.end_count = at_least_one(in, "--end-count");
 }

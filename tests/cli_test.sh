@@ -345,7 +345,7 @@ refuse --end-count '--end-count 0 is too small (expected at least 1)' "${mix[@]}
 refuse --end-count '--end-count "x"' "${mix[@]}" --end samples --end-count x
 refuse --end-count '--end-count is given but --end is first_exhausted' "${mix[@]}" --end-count 5
 refuse --end-count '--end-count is given but --end is all_seen' "${mix[@]}" --end all_seen --end-count 5
-refuse --end 'all_seen' mix --sources 10,5 --weights 1,1 --schedule '1:1,0' --world 1 --micro-batch 1 --accum 1 \
+refuse --end 'source 1 never finishes its first pass (its weight drops to 0 before it does; expected --end first_exhausted, samples or steps, or a positive final weight)' mix --sources 10,5 --weights 1,1 --schedule '1:1,0' --world 1 --micro-batch 1 --accum 1 \
     --end all_seen
 
 # Unknown commands.

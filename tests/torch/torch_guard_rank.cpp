@@ -42,7 +42,8 @@ ds::StreamingShardSampler shards(ds::World world) {
 // ending in `fatal`: a rank dying at a chosen point inside the guard.
 class DyingStore : public c10d::Store {
  public:
-  DyingStore(c10d::Store& inner, std::string fatal) : c10d::Store(inner.getTimeout()), inner_(inner), fatal_(std::move(fatal)) {}
+  DyingStore(c10d::Store& inner, std::string fatal)
+      : c10d::Store(inner.getTimeout()), inner_(inner), fatal_(std::move(fatal)) {}
   void set(const std::string& k, const std::vector<uint8_t>& v) override { inner_.set(k, v); }
   std::vector<uint8_t> compareSet(const std::string& k, const std::vector<uint8_t>& a,
                                   const std::vector<uint8_t>& b) override {
@@ -83,9 +84,10 @@ void say(const ds::World& world, const std::string& what) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr,
-                 "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late"
-                 "  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
+    std::fprintf(
+        stderr,
+        "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late"
+        "  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -139,7 +141,9 @@ int main(int argc, char** argv) {
       if (two && mode == "absent") return 0;  // alive, but never calls the guard
       // die-publish: killed once counted in (its record published); die-read: once it read every
       // record, before it counts itself out.
-      DyingStore store2(*store, two && mode == "die-publish" ? "/in/2" : two && mode == "die-read" ? "/record/3" : "\n");
+      DyingStore store2(*store, two && mode == "die-publish" ? "/in/2"
+                                : two && mode == "die-read"  ? "/record/3"
+                                                             : "\n");
       try {
         say(world, mode + ": " + guard::check_epoch(sampler, store2, world, timeout).message);
       } catch (const ds::config_error& e) {

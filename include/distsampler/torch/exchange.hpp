@@ -1,5 +1,5 @@
-// distsampler c10d guard, its exchange: every rank's record through a c10d store, one decision for all, within a timeout.
-// SPDX-License-Identifier: MIT
+// distsampler c10d guard, its exchange: every rank's record through a c10d store, one decision for all, within a
+// timeout. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_EXCHANGE_HPP
 #define DISTSAMPLER_TORCH_EXCHANGE_HPP
 
@@ -43,8 +43,8 @@ inline std::string ranks_text(const std::vector<std::uint64_t>& ranks) {
                                       const std::exception& e) {
   std::string reason = e.what();
   reason = reason.substr(0, reason.find('\n'));
-  distsampler::detail::throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) +
-                                          " failed to " + what + " the store keys under '" + ns + "' (expected all " +
+  distsampler::detail::throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) + " failed to " +
+                                          what + " the store keys under '" + ns + "' (expected all " +
                                           std::to_string(process.world_size) +
                                           " ranks to call the guard, equally often, on one store): " + reason);
 }
