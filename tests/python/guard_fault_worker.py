@@ -15,8 +15,9 @@ import time
 import torch.distributed as dist
 
 import distsampler
-import distsampler.torch.guard as guard_module
 from distsampler.torch import DistributedSampler, guard
+
+guard_module = sys.modules["distsampler.torch.guard"]  # the package re-exports the function under that name
 
 
 class DyingStore:

@@ -74,7 +74,8 @@ def test_every_live_rank_gets_the_same_verdict_or_the_same_failure_naming_the_mi
     lines, codes, _ = jobs[mode]
     for r in printing:
         assert lines.get(r) == expected, (mode, r, lines)
-        assert codes[r] == 0, (mode, r, codes)
+        if not (mode.startswith("die-") and r == 2):
+            assert codes[r] == 0, (mode, r, codes)
     if mode.startswith("die-"):
         assert codes[2] == -9, codes
 
