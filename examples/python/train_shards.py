@@ -10,9 +10,9 @@ id the training loop received.
         --workers 3 --resume RUN/checkpoint.pt   # another world and worker count: the rest of epoch 1
     python3 train_shards.py --verdict --data DIR RUN RUN2
 
-Under ``torchrun --max-restarts 1`` the script also survives a fault and restarts itself:
+Under ``torchrun --max_restarts 1`` the script also survives a fault and restarts itself:
 
-    torchrun --nproc_per_node 4 --max-restarts 1 --redirects 2 --tee 2 train_shards.py --data DIR \
+    torchrun --nproc_per_node 4 --max_restarts 1 --redirects 2 --tee 2 train_shards.py --data DIR \
         --out RUN --workers 1 --checkpoint-every 4 --fault 0:6:2:mid --stop-at 1:4
     torchrun --nproc_per_node 2 --redirects 2 --tee 2 train_shards.py --data DIR --out RUN2 \
         --workers 1 --resume RUN/checkpoint.pt
