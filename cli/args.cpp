@@ -51,8 +51,8 @@ const std::vector<FlagSpec>& flags() {
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--end", "first_exhausted|all_seen|samples|steps",
-       "where a mixture epoch ends: the first source runs out (default), the last one does, or after\n"
-       "                               --end-count samples (positions) or steps (global batches)"},
+       "where a mixture epoch ends: the first source runs out (default), the last one does, or\n"
+       "                               after N samples (positions) or steps (global batches), N from --end-count"},
       {"--end-count", "N", "with --end samples or steps: how many, at least 1"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
   };
