@@ -1,8 +1,19 @@
 # distsampler.torch._exchange: every rank's guard record through the process group's store, one decision, a timeout.
 # SPDX-License-Identifier: MIT
+import datetime
 import time
 
 from .._core import ConfigError
+
+
+def timeout_seconds(timeout):
+    """`timeout` (seconds, or a datetime.timedelta) as float seconds; ConfigError unless positive."""
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ConfigError(f"guard: timeout={timeout!r} is not a positive number of seconds "
+                          f"(expected e.g. timeout=60 or a datetime.timedelta)")
+    return float(timeout)
 
 
 def _seconds_text(seconds):

@@ -1,13 +1,12 @@
 # distsampler.torch.guard: one exchange through the process group's store proving every rank built the same sampler.
 # SPDX-License-Identifier: MIT
-import datetime
 import pickle
 
 import torch.distributed as dist
 
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE
-from ._exchange import exchange
+from ._exchange import exchange, timeout_seconds
 
 
 def _foreign_description(sampler):
@@ -48,15 +47,6 @@ def _store(group):
     return dist.distributed_c10d._get_default_store()
 
 
-def _seconds(timeout):
-    if isinstance(timeout, datetime.timedelta):
-        timeout = timeout.total_seconds()
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ConfigError(f"guard: timeout={timeout!r} is not a positive number of seconds "
-                          f"(expected e.g. timeout=60 or a datetime.timedelta)")
-    return float(timeout)
-
-
 def guard(sampler, group=None, timeout=300.0):
     """Checks, through the process group's store, that every rank built the same sampler:
     same dataset size, seed, shuffle, tail, order, epoch, accumulation, world and, for
@@ -79,7 +69,7 @@ def guard(sampler, group=None, timeout=300.0):
     group runs, so a dead rank cannot leave it hanging). Only when the store's host
     (rank 0) dies may a rank raise the store's own error instead.
     """
-    seconds = _seconds(timeout)
+    seconds = timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
