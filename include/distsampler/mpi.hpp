@@ -219,9 +219,9 @@ class OverlapGuard : public ReadSums {
       }
     } else {
       std::vector<MPI_Request> requests(2, MPI_REQUEST_NULL);
-      detail::check(MPI_Isend(local.data(), static_cast<int>(overlap_word_count), MPI_UINT64_T, 0, tag, comm,
-                              &requests[0]),
-                    "MPI_Isend");
+      detail::check(
+          MPI_Isend(local.data(), static_cast<int>(overlap_word_count), MPI_UINT64_T, 0, tag, comm, &requests[0]),
+          "MPI_Isend");
       detail::check(MPI_Irecv(decision, static_cast<int>(words), MPI_UINT64_T, 0, tag + 1, comm, &requests[1]),
                     "MPI_Irecv");
       const std::vector<bool> done = poll(requests, start + 2 * timeout);
