@@ -25,6 +25,7 @@ FAMILIES = {
     "StreamingShardSampler": ("shards", "shards/options.hpp", "ShardSamplerOptions", "shards.py", "ShardStream"),
     "TokenBatchSampler": ("tokens", "tokens/plan.hpp", "TokenBatchOptions", "tokens.py", "TokenBatchSampler"),
     "MixtureSampler": ("mix", "mixture/mixture_sampler.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
+    "PackedSequenceSampler": ("pack", "packing/options.hpp", "PackOptions", "packing.py", "PackedSequenceSampler"),
     "WeightedSampler": (None, "weighted.hpp", "WeightedSamplerOptions", "weighted.py",
                         "DistributedWeightedRandomSampler"),
 }
@@ -37,7 +38,8 @@ FLAG = {
     "num_workers": "--workers", "preset": "--preset", "max_open_shards": "--max-open-shards",
     "run_length": "--run-length", "shuffle_window": "--window", "lengths": "--lengths",
     "max_tokens": "--max-tokens", "window": "--window", "sources": "--sources", "weights": "--weights",
-    "schedule": "--schedule", "end": "--end", "end_count": "--end-count",
+    "schedule": "--schedule", "end": "--end", "end_count": "--end-count", "seq_len": "--seq-len",
+    "mode": "--mode", "chunk": "--chunk", "split_long": "--no-split", "global_batch_size": "--global-batch",
 }
 
 # Options no command reaches, per family: they shape how a program consumes a sampler.
@@ -48,6 +50,7 @@ API_ONLY = {
     "TokenBatchSampler": {"cost", "quadratic_q", "max_samples", "batch_multiple", "longest_first", "oversize",
                           "shuffle"},
     "MixtureSampler": {"global_batch_size", "mixing_block", "replacement", "as_pairs", "shuffle", "tail"},
+    "PackedSequenceSampler": {"shuffle"},
     "WeightedSampler": {"weights", "num_samples", "replacement", "num_replicas", "rank", "seed", "tail"},
 }
 
@@ -84,9 +87,24 @@ def constructor_args(module, name):
     sys.exit(f"FAIL: no {name}.__init__ in {module}")
 
 
+def unlisted_families():
+    """Options structs of sampler families (deriving OrderOptions) that FAMILIES does not name."""
+    listed = {v[2] for v in FAMILIES.values()}
+    found = set()
+    for folder, _, files in os.walk(INCLUDE):
+        for name in files:
+            if name.endswith(".hpp"):
+                text = open(os.path.join(folder, name)).read()
+                found.update(re.findall(r"^struct (\w+Options) : OrderOptions<", text, re.M))
+    return sorted(found - listed)
+
+
 def main():
     cli = sys.argv[1]
     failures, checked = [], 0
+    for struct in unlisted_families():
+        failures.append(f"{struct} is a family's options struct that FAMILIES does not list (expected its command, "
+                        f"header, Python class, and an API_ONLY entry)")
     for family, (command, header, struct, module, cls) in FAMILIES.items():
         flags = set()
         if command:
