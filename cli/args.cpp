@@ -46,6 +46,12 @@ const std::vector<FlagSpec>& flags() {
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
+      {"--mesh", "NAME=SIZE,...",
+       "parallel mesh, outermost dim first (row-major, as torch's DeviceMesh): --world and\n"
+       "                               --rank are then global ranks, and a rank reads what its data rank reads"},
+      {"--data-dims", "NAME,...",
+       "with --mesh: the dims that split the data, in the mesh's order (default: those named dp,\n"
+       "                               dp_replicate and dp_shard)"},
   };
   return table;
 }
@@ -80,6 +86,7 @@ std::string limits_text(std::string_view command) {
         "{}. Tail defaults to drop.\n",
         limits::printed, limits::ranks, torch);
   }
+  if (command == "mesh") return fmt::format("limits: --world at most {}.\n", limits::ranks);
   if (command == "tokens") {
     return fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
                        limits::lengths, limits::file_bytes, limits::line_bytes);
@@ -105,6 +112,7 @@ std::vector<std::string_view> command_names() {
 }
 
 bool takes(const CommandSpec& command, std::string_view flag) {
+  if ((flag == "--mesh" || flag == "--data-dims") && takes_mesh_flags(command.name)) return true;
   return std::find(command.required.begin(), command.required.end(), flag) != command.required.end() ||
          std::find(command.optional.begin(), command.optional.end(), flag) != command.optional.end();
 }
@@ -150,6 +158,7 @@ std::string_view closest(std::string_view typed, const std::vector<std::string_v
 std::vector<std::string_view> flags_of(const CommandSpec& command) {
   std::vector<std::string_view> all = command.required;
   all.insert(all.end(), command.optional.begin(), command.optional.end());
+  if (takes_mesh_flags(command.name)) all.insert(all.end(), {"--mesh", "--data-dims"});
   return all;
 }
 
@@ -274,6 +283,14 @@ const std::vector<CommandSpec>& commands() {
        "of each source over the positions printed. The epoch ends when the first source runs out.",
        {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
        {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--order"}},
+      {"mesh",
+       "distsampler mesh --world W --mesh NAME=SIZE,... [--data-dims NAME,...]",
+       "print each global rank's data rank and coordinates in a parallel mesh",
+       "print one line per global rank: `rank R: data D/DW` and its coordinates NAME=C, outermost first. The\n"
+       "mesh is row-major (the last dim varies fastest); the data rank is the row-major index over the data\n"
+       "dims. indices, check, batches, tokens and mix take --mesh too: a rank then reads what data rank D reads",
+       {"--world", "--mesh"},
+       {"--data-dims"}},
   };
   return table;
 }

@@ -502,7 +502,9 @@ int run_mix(const Invocation& in) {
 
 }  // namespace
 
-int run_command(const Invocation& invocation) {
+int run_command(const Invocation& given) {
+  if (given.command->name == "mesh") return run_mesh(given);
+  const Invocation invocation = with_data_world(given);
   const std::string_view name = invocation.command->name;
   if (name == "indices") return run_indices(invocation);
   if (name == "check") return run_check(invocation);

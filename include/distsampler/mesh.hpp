@@ -75,12 +75,19 @@ class Mesh {
   /// empty, `NAME,NAME,...`. Throws config_error naming the text for a malformed entry,
   /// then as the constructor.
   [[nodiscard]] static Mesh parse(std::string_view spec, std::string_view data_dims = {}) {
+    return Mesh(parse_dims(spec), parse_names(data_dims));
+  }
+
+  /// The dims of `NAME=SIZE,...`, parsed but not validated (the constructor does that).
+  /// Throws config_error naming the text for an entry without `=` or with a size that is
+  /// not a decimal integer below 2^64.
+  [[nodiscard]] static std::vector<MeshDim> parse_dims(std::string_view spec) {
     std::vector<MeshDim> dims;
     for (const std::string_view entry : split(spec)) {
       const std::size_t eq = entry.find('=');
       if (eq == std::string_view::npos) {
-        detail::throw_config_error("Mesh::parse: mesh \"" + std::string(spec) + "\" has entry \"" + std::string(entry) +
-                                   "\" without a size (expected NAME=SIZE,...)");
+        detail::throw_config_error("Mesh::parse: mesh \"" + std::string(spec) + "\" has entry \"" +
+                                   std::string(entry) + "\" without a size (expected NAME=SIZE,...)");
       }
       const detail::DecimalParse size = detail::parse_decimal(entry.substr(eq + 1));
       if (size.error != detail::DecimalError::ok) {
@@ -90,11 +97,16 @@ class Mesh {
       }
       dims.push_back(MeshDim{std::string(entry.substr(0, eq)), size.value});
     }
-    std::vector<std::string> data;
-    if (!data_dims.empty()) {
-      for (const std::string_view name : split(data_dims)) data.emplace_back(name);
+    return dims;
+  }
+
+  /// The names of `NAME,NAME,...`; none for "" (no validation: the constructor does that).
+  [[nodiscard]] static std::vector<std::string> parse_names(std::string_view names) {
+    std::vector<std::string> out;
+    if (!names.empty()) {
+      for (const std::string_view name : split(names)) out.emplace_back(name);
     }
-    return Mesh(std::move(dims), data);
+    return out;
   }
 
   [[nodiscard]] std::size_t ndim() const noexcept { return dims_.size(); }
