@@ -11,6 +11,7 @@
 
 #include "error.hpp"
 #include "mesh.hpp"
+#include "options.hpp"
 #include "overlap_check.hpp"
 #include "version.hpp"
 #include "world.hpp"
@@ -178,6 +179,44 @@ inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecor
   GuardReport report = overlap_verdict(total, dataset_size, mesh.data_world_size());
   report.message = mesh_text + " (data dims " + mesh.data_dims_string() + "): " + report.message;
   return report;
+}
+
+namespace detail {
+
+inline constexpr const char* mesh_key_names[] = {"dataset_size", "seed", "epoch", "shuffle", "tail"};
+
+inline std::string mesh_key_show(std::size_t field, std::uint64_t value) {
+  if (field == 3) return value != 0 ? "true" : "false";
+  if (field == 4 && value <= 2) return std::string(to_string(static_cast<Tail>(value)));
+  return std::to_string(value);
+}
+
+template <class Sampler>
+auto mesh_world_of(const Sampler& s, int) -> decltype(World(s.world())) {
+  return s.world();
+}
+template <class Sampler>
+World mesh_world_of(const Sampler& s, long) {
+  return World(s.rank(), s.world_size());
+}
+
+}  // namespace detail
+
+/// The key of mesh_record_of: dataset_size, seed, epoch, shuffle, tail (every other option
+/// shows in the read sums: ranks that differ in it read other samples).
+inline constexpr MeshKeyFormat mesh_key_format{detail::mesh_key_names, 5, &detail::mesh_key_show};
+
+/// This rank's mesh_record for `sampler` (any sampler with options() carrying seed, shuffle
+/// and tail, dataset_size(), epoch(), its World, and a segment_sums found by
+/// argument-dependent lookup): the key of mesh_key_format, the World it was built for, and
+/// its segment_sums over that World. O(segment_sums).
+template <class Sampler>
+[[nodiscard]] std::vector<std::uint64_t> mesh_record_of(const Sampler& sampler) {
+  const World built_for = detail::mesh_world_of(sampler, 0);
+  const auto& o = sampler.options();
+  return mesh_record(
+      {sampler.dataset_size(), o.seed, sampler.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail)},
+      built_for, segment_sums(sampler, built_for));
 }
 
 DISTSAMPLER_NAMESPACE_END
