@@ -105,7 +105,7 @@ def test_a_state_of_workers_blocks_apart_is_compact_and_resumes_exactly_once():
     assert text.startswith("distsampler-state v4 ")
     assert " consumed=8576 strided=8704-9088/512x15 checksum=" in text
     # The state round-trips: a sampler resumed from it, with nothing read yet, saves the same text.
-    core = _core.shard_sampler(sizes, 0, 2, 4, True, 9, "pad")
+    core = _core.make_streaming_shard_sampler(sizes, 0, 2, 4, True, 9, "pad")
     core.resume(text)
     assert core.state_per_worker([0, 0, 0, 0]) == text
     rest = []

@@ -96,7 +96,8 @@ def test_uint32_lengths_are_used_in_place_and_kept_alive():
     s = TokenBatchSampler(lengths, 4096, 1, 0, seed=1)
     assert s.lengths is lengths  # contiguous uint32: no copy
     before = sys.getrefcount(lengths)
-    core = _core.token_sampler(lengths, 0, 1, 4096, "padded", 1024, 0, 1, 1 << 20, 1, False, "error", True, 1)
+    core = _core.make_token_batch_sampler(lengths, 0, 1, 4096, "padded", 1024, 0, 1, 1 << 20, 1, False, "error", True,
+                                          1)
     assert sys.getrefcount(lengths) == before + 1  # the C++ sampler holds the array
     expected = core.micro_batches(0, 1000)
     del lengths, s

@@ -1,0 +1,110 @@
+// _core bindings of DistributedBatchSampler<FeistelPermutation> and DistributedBatchSampler<TorchRandperm>.
+// SPDX-License-Identifier: MIT
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace distsampler_python {
+namespace {
+
+// global_batch 0: accumulation_steps decides the global batch.
+ds::BatchSamplerOptions batch_options(std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
+                                      bool shuffle, std::uint64_t seed, ds::Tail tail) {
+  ds::BatchSamplerOptions o;
+  o.micro_batch_size = micro;
+  if (global_batch != 0) {
+    o.global_batch_size = global_batch;
+  } else {
+    o.accumulation_steps = accumulation;
+  }
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.tail = tail;
+  return o;
+}
+
+template <class P>
+void bind_distributed_batch_sampler(py::module_& m, const char* name) {
+  using B = ds::DistributedBatchSampler<P>;
+  py::class_<B> c(m, name);
+  bind_step_sampler(c);
+  c.def("micro_batch_length", &B::micro_batch_length)
+      // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
+      .def("micro_batches",
+           [](const B& b, std::uint64_t first, std::uint64_t count) {
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             if (first > total) first = total;
+             if (count > total - first) count = total - first;
+             std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
+             {
+               py::gil_scoped_release release;
+               for (std::uint64_t j = 0; j < count; ++j) {
+                 const std::uint64_t id = first + j;
+                 auto& v = out[static_cast<std::size_t>(j)];
+                 v.resize(static_cast<std::size_t>(b.micro_batch_size()));
+                 v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+               }
+             }
+             py::list result(out.size());
+             for (std::size_t j = 0; j < out.size(); ++j) result[j] = to_list(out[j]);
+             return result;
+           })
+      // Micro-batches [first, first + count) as one (count, micro_batch_size) array and
+      // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
+      .def("micro_batch_block",
+           [](const B& b, std::uint64_t first, std::uint64_t count) {
+             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t width = b.micro_batch_size();
+             if (first > total) first = total;
+             if (count > total - first) count = total - first;
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * width));
+             std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
+             {
+               py::gil_scoped_release release;
+               for (std::uint64_t j = 0; j < count; ++j) {
+                 const std::uint64_t id = first + j;
+                 lengths[static_cast<std::size_t>(j)] = b.fill_micro_batch(id / k, id % k, values.data() + j * width);
+               }
+             }
+             return py::make_tuple(to_array(std::move(values), b.dataset_size(),
+                                            {static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(width)}),
+                                   to_list(lengths));
+           })
+      .def("micro_batch_array", [](const B& b, std::uint64_t id) {
+        const std::uint64_t k = b.micro_batches_per_step();
+        std::vector<std::uint64_t> v(static_cast<std::size_t>(b.micro_batch_size()));
+        {
+          py::gil_scoped_release release;
+          v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
+        }
+        const auto len = static_cast<py::ssize_t>(v.size());
+        return to_array(std::move(v), b.dataset_size(), {len});
+      });
+}
+
+}  // namespace
+
+void register_batch(py::module_& m) {
+  bind_distributed_batch_sampler<ds::FeistelPermutation>(m, "DistributedBatchSamplerFeistelPermutation");
+  bind_distributed_batch_sampler<ds::TorchRandperm>(m, "DistributedBatchSamplerTorchRandperm");
+  m.def(
+      "make_distributed_batch_sampler",
+      [](const std::string& order, std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, std::uint64_t micro,
+         std::uint64_t accumulation, std::uint64_t global_batch, bool shuffle, std::uint64_t seed,
+         const std::string& tail, const std::string& generation) -> py::object {
+        const ds::World world = make_world(rank, world_size);
+        const ds::BatchSamplerOptions o =
+            batch_options(micro, accumulation, global_batch, shuffle, seed, tail_of(tail));
+        if (order == "torch") {
+          return py::cast(ds::DistributedBatchSampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
+        }
+        return py::cast(
+            ds::DistributedBatchSampler<ds::FeistelPermutation>(n, world, o, ds::FeistelPermutation::options_type{}));
+      },
+      "Builds a C++ DistributedBatchSampler: DistributedBatchSamplerTorchRandperm for order \"torch\", else "
+      "DistributedBatchSamplerFeistelPermutation.");
+}
+
+}  // namespace distsampler_python

@@ -1,0 +1,140 @@
+// What every binding file of the _core extension shares: conversions, state parsing, the common sampler members.
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distsampler/distsampler.hpp"
+
+namespace distsampler_python {
+
+namespace py = pybind11;
+namespace ds = distsampler;
+
+// One registration function per family, each defined in its own file and called once by
+// module.cpp. A class is bound under its C++ name (DistributedSampler<TorchRandperm> is
+// DistributedSamplerTorchRandperm); a factory under make_<snake_case C++ name>.
+void register_distributed(py::module_& m);
+void register_batch(py::module_& m);
+void register_shards(py::module_& m);
+void register_tokens(py::module_& m);
+void register_mixture(py::module_& m);
+void register_weighted(py::module_& m);
+void register_world(py::module_& m);
+void register_state(py::module_& m);
+void register_verify(py::module_& m);
+
+/// A list of Python ints from C++ indices (the fastest hand-over to a Python loop).
+inline py::list to_list(const std::vector<std::uint64_t>& values) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
+  if (list == nullptr) throw py::error_already_set();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    PyObject* item = PyLong_FromUnsignedLongLong(values[i]);
+    if (item == nullptr) {
+      Py_DECREF(list);
+      throw py::error_already_set();
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return py::reinterpret_steal<py::list>(list);
+}
+
+/// A NumPy array of `shape` from C++ indices: int64 (what torch indexes with) unless an
+/// index could exceed its range.
+inline py::array to_array(std::vector<std::uint64_t>&& values, std::uint64_t dataset_size,
+                          std::vector<py::ssize_t> shape) {
+  if (dataset_size - 1 > static_cast<std::uint64_t>(INT64_MAX) && dataset_size != 0) {
+    py::array_t<std::uint64_t> out(shape);
+    std::copy(values.begin(), values.end(), out.mutable_data());
+    return out;
+  }
+  py::array_t<std::int64_t> out(shape);
+  auto* data = out.mutable_data();
+  for (std::size_t i = 0; i < values.size(); ++i) data[i] = static_cast<std::int64_t>(values[i]);
+  return out;
+}
+
+/// A state from its text form; throws state_error naming the first problem.
+inline ds::SamplerState parse_state(const std::string& text) { return ds::SamplerState::from_text(text); }
+
+/// The tail named `text`; throws config_error naming the parameter `tail`.
+inline ds::Tail tail_of(const std::string& text) { return ds::parse_tail(text, "tail"); }
+
+/// The world (rank, world_size); throws config_error unless 0 <= rank < world_size.
+inline ds::World make_world(std::uint64_t rank, std::uint64_t world_size) { return ds::World(rank, world_size); }
+
+/// Options of the index samplers.
+inline ds::SamplerOptions sampler_options(bool shuffle, std::uint64_t seed, ds::Tail tail) {
+  ds::SamplerOptions o;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.tail = tail;
+  return o;
+}
+
+/// TorchRandperm's options for the torch generation named `generation` ("v1" or "v2.7").
+inline ds::TorchRandpermOptions torch_options(const std::string& generation) {
+  ds::TorchRandpermOptions o;
+  if (generation == "v1") {
+    o.generation = ds::TorchGeneration::v1;
+  } else if (generation == "v2.7") {
+    o.generation = ds::TorchGeneration::v2_7;
+  } else {
+    throw ds::config_error("torch_generation \"" + generation + "\" is unknown (expected \"v1\" or \"v2.7\")");
+  }
+  return o;
+}
+
+/// The enumerator named `text` among `named` (name, value) pairs, or a config_error
+/// "who: what \"text\" is unknown (expected \"a\", \"b\" or \"c\")".
+template <class E>
+E enum_named(const std::string& text, const char* who, const char* what,
+             std::initializer_list<std::pair<const char*, E>> named) {
+  std::string expected;
+  std::size_t i = 0;
+  for (const auto& [name, value] : named) {
+    if (text == name) return value;
+    expected += std::string(i == 0 ? "" : i + 1 == named.size() ? " or " : ", ") + '"' + name + '"';
+    ++i;
+  }
+  throw ds::config_error(std::string(who) + ": " + what + " \"" + text + "\" is unknown (expected " + expected + ")");
+}
+
+/// What every resumable sampler of the module has: its epoch, world, key and state text.
+template <class S>
+void bind_common(py::class_<S>& c) {
+  c.def_property_readonly("epoch", &S::epoch)
+      .def_property_readonly("start", &S::start)
+      .def_property_readonly("dataset_size", &S::dataset_size)
+      .def_property_readonly("rank", &S::rank)
+      .def_property_readonly("world_size", &S::world_size)
+      .def_property_readonly("key", [](const S& s) { return s.key().describe(); })
+      .def_property_readonly("fingerprint", [](const S& s) { return s.key().fingerprint(); })
+      .def("set_epoch", &S::set_epoch)
+      .def("copy", [](const S& s) { return S(s); })
+      .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); });
+}
+
+/// What the batch and mixture samplers share: steps of micro-batches, epoch, state.
+template <class S>
+void bind_step_sampler(py::class_<S>& c) {
+  bind_common(c);
+  c.def_property_readonly("num_steps", &S::num_steps)
+      .def_property_readonly("accumulation_steps", &S::accumulation_steps)
+      .def_property_readonly("micro_batch_size", &S::micro_batch_size)
+      .def_property_readonly("global_batch_size", &S::global_batch_size)
+      .def("state",
+           [](const S& s, std::uint64_t steps, std::uint64_t micro) { return s.state(steps, micro).to_text(); })
+      .def("is_padding", &S::is_padding);
+}
+
+}  // namespace distsampler_python

@@ -1,0 +1,173 @@
+// _core binding of TokenBatchSampler over a NumPy array of uint32 lengths (kept alive, not copied).
+// SPDX-License-Identifier: MIT
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+
+namespace distsampler_python {
+namespace {
+
+// A TokenBatchSampler over a NumPy array of uint32 lengths, which it keeps alive: the
+// sampler reads the array's memory (no copy). The last planned window is cached so a walk
+// over consecutive micro-batches plans each window once.
+class TokenCore {
+ public:
+  TokenCore(py::array lengths, ds::TokenBatchSampler sampler)
+      : lengths_(std::move(lengths)), sampler_(std::move(sampler)) {}
+  TokenCore(const TokenCore& other) : lengths_(other.lengths_), sampler_(other.sampler_) {}
+
+  const ds::TokenBatchSampler& sampler() const noexcept { return sampler_; }
+
+  void set_epoch(std::uint64_t epoch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sampler_.set_epoch(epoch);
+    window_.reset();
+  }
+  void resume(const ds::SamplerState& state) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sampler_.resume(state);
+    window_.reset();
+  }
+
+  // This rank's micro-batch number `id` (= step * K + k); call without the GIL.
+  ds::TokenMicroBatch micro_batch(std::uint64_t id) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::uint64_t k = sampler_.accumulation_steps(), step = id / k;
+    if (!window_ || step < window_->first_step() || step >= window_->end_step()) window_ = sampler_.window(step);
+    return window_->micro_batch(step, id % k, sampler_.rank());
+  }
+
+  std::uint64_t total() const noexcept { return sampler_.num_steps() * sampler_.accumulation_steps(); }
+
+ private:
+  py::array lengths_;
+  ds::TokenBatchSampler sampler_;
+  mutable std::mutex mutex_;
+  mutable std::optional<ds::TokenWindow> window_;
+};
+
+ds::TokenCost token_cost_of(const std::string& text) {
+  return enum_named<ds::TokenCost>(
+      text, "TokenBatchSampler", "cost",
+      {{"padded", ds::TokenCost::padded}, {"linear", ds::TokenCost::linear}, {"quadratic", ds::TokenCost::quadratic}});
+}
+
+ds::Oversize oversize_of(const std::string& text) {
+  return enum_named<ds::Oversize>(
+      text, "TokenBatchSampler", "oversize",
+      {{"error", ds::Oversize::error}, {"own_batch", ds::Oversize::own_batch}, {"skip", ds::Oversize::skip}});
+}
+
+// The lengths as the sampler reads them: a 1-D C-contiguous uint32 array (the Python
+// package converts other integer arrays once, with messages for bad values).
+ds::LengthView length_view(const py::array& lengths) {
+  if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
+      (lengths.flags() & py::array::c_style) == 0) {
+    throw ds::config_error(
+        "TokenBatchSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 "
+        "length per sample; distsampler.torch.TokenBatchSampler converts other integer arrays)");
+  }
+  return ds::LengthView(static_cast<const std::uint32_t*>(lengths.data()), static_cast<std::uint64_t>(lengths.size()));
+}
+
+py::dict token_stats(const ds::TokenEpochStats& s) {
+  py::dict d;
+  d["steps"] = s.steps;
+  d["micro_batches"] = s.micro_batches;
+  d["empty_micro_batches"] = s.empty_micro_batches;
+  d["splits"] = s.splits;
+  d["merges"] = s.merges;
+  d["skipped_samples"] = s.skipped_samples;
+  d["oversize_batches"] = s.oversize_batches;
+  d["tokens"] = s.tokens;
+  d["padded"] = s.padded;
+  d["padding_efficiency"] = s.padding_efficiency();
+  d["max_step_ratio"] = s.max_step_ratio;
+  d["mean_step_ratio"] = s.mean_step_ratio;
+  d["steps_with_empty_rank"] = s.steps_with_empty_rank;
+  return d;
+}
+
+}  // namespace
+
+void register_tokens(py::module_& m) {
+  using T = TokenCore;
+  py::class_<T>(m, "TokenBatchSampler")
+      .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
+      .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
+      .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
+      .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })
+      .def_property_readonly("dataset_size", [](const T& t) { return t.sampler().dataset_size(); })
+      .def_property_readonly("rank", [](const T& t) { return t.sampler().rank(); })
+      .def_property_readonly("world_size", [](const T& t) { return t.sampler().world_size(); })
+      .def_property_readonly("layout_hash", [](const T& t) { return t.sampler().layout_hash(); })
+      .def_property_readonly("key", [](const T& t) { return t.sampler().key().describe(); })
+      .def_property_readonly("fingerprint", [](const T& t) { return t.sampler().key().fingerprint(); })
+      .def_property_readonly("stats", [](const T& t) { return token_stats(t.sampler().stats()); })
+      .def("set_epoch", &T::set_epoch)
+      .def("copy", [](const T& t) { return T(t); })
+      .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
+      .def("state",
+           [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
+      // (indices, tokens, padded, oversize) of this rank's micro-batch k of `step`.
+      .def("micro_batch",
+           [](const T& t, std::uint64_t step, std::uint64_t k) {
+             if (k >= t.sampler().accumulation_steps()) (void)t.sampler().micro_batch(step, k);  // throws its message
+             if (step >= t.sampler().num_steps()) (void)t.sampler().window(step);                // throws its message
+             ds::TokenMicroBatch b;
+             {
+               py::gil_scoped_release release;
+               b = t.micro_batch(step * t.sampler().accumulation_steps() + k);
+             }
+             return py::make_tuple(to_list(b.indices), b.tokens, b.padded, b.oversize);
+           })
+      // This rank's micro-batches [first, first + count) (numbered step * K + k) as lists;
+      // an empty micro-batch is an empty list.
+      .def("micro_batches", [](const T& t, std::uint64_t first, std::uint64_t count) {
+        const std::uint64_t total = t.total();
+        if (first > total) first = total;
+        if (count > total - first) count = total - first;
+        std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
+        {
+          py::gil_scoped_release release;
+          for (std::uint64_t j = 0; j < count; ++j) out[static_cast<std::size_t>(j)] = t.micro_batch(first + j).indices;
+        }
+        py::list result(out.size());
+        for (std::size_t j = 0; j < out.size(); ++j) result[j] = to_list(out[j]);
+        return result;
+      });
+  m.def(
+      "make_token_batch_sampler",
+      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, std::uint64_t max_tokens,
+         const std::string& cost, std::uint64_t quadratic_q, std::uint64_t max_samples, std::uint64_t batch_multiple,
+         std::uint64_t window, std::uint64_t accumulation, bool longest_first, const std::string& oversize,
+         bool shuffle, std::uint64_t seed) {
+        const ds::LengthView view = length_view(lengths);
+        ds::TokenBatchOptions o;
+        o.with_max_tokens(max_tokens)
+            .with_cost(token_cost_of(cost), quadratic_q)
+            .with_max_samples(max_samples)
+            .with_batch_multiple(batch_multiple)
+            .with_window(window)
+            .with_accumulation_steps(accumulation)
+            .with_longest_first(longest_first)
+            .with_oversize(oversize_of(oversize))
+            .with_shuffle(shuffle)
+            .with_seed(seed);
+        const ds::World world = make_world(rank, world_size);
+        std::optional<ds::TokenBatchSampler> built;
+        {
+          py::gil_scoped_release release;
+          built.emplace(view.size, view, world, o);
+        }
+        return TokenCore(std::move(lengths), std::move(*built));
+      },
+      "Builds a C++ TokenBatchSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
+}
+
+}  // namespace distsampler_python

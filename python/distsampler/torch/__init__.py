@@ -1,0 +1,53 @@
+# distsampler.torch: drop-in torch samplers (index, batch, shard stream) with checkpoints; a torch.distributed guard.
+# SPDX-License-Identifier: MIT
+"""torch adapters of the distsampler C++ samplers.
+
+- ``DistributedSampler``: a subclass of ``torch.utils.data.distributed.DistributedSampler``
+  with O(1) memory (``order="feistel"``, the default) or torch's exact order
+  (``order="torch"``), exact evaluation (``tail="uneven"``) and ``state_dict`` /
+  ``load_state_dict`` for mid-epoch checkpoints.
+- ``DistributedBatchSampler``: micro-batches of each optimizer step, for a DataLoader's
+  ``batch_sampler``; resumable on another world size.
+- ``ShardStream``: one (rank, DataLoader worker) stream of a sharded dataset, for an
+  ``IterableDataset`` (the Python face of the C++ ``StreamingShardSampler``).
+- ``TokenBatchSampler``: micro-batches under a token budget from per-sample lengths, the
+  same number on every rank in every step (empty micro-batches flagged, never dropped),
+  for a DataLoader's ``batch_sampler``; ``EmptyToNone`` is its ``collate_fn`` wrapper.
+- ``MixtureBatchSampler``: micro-batches mixing several sources in exact per-step
+  proportions, as global indices into their concatenation (``ConcatDataset``).
+- ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
+- ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
+
+The world (rank and world size) comes from the explicit arguments when given, else from
+``torch.distributed`` when it is initialized, else from the launcher's environment
+(``RANK``/``WORLD_SIZE``, Open MPI, PMI, SLURM; strict parsing, errors raise
+``ConfigError``). There is no silent single-process default: pass ``num_replicas=1,
+rank=0`` for one process.
+
+Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``tokens``,
+``mixture``, ``weighted``, ``guard``); import the names from ``distsampler.torch``, the
+path every public class reports as its ``__module__`` (and pickles record).
+"""
+
+from ._common import default_torch_generation
+from .batch import DistributedBatchSampler
+from .guard import guard
+from .mixture import MixtureBatchSampler
+from .sampler import DistributedSampler
+from .shards import ScheduledShard, ShardSample, ShardStream
+from .tokens import EmptyToNone, TokenBatchSampler
+from .weighted import DistributedWeightedRandomSampler
+
+__all__ = [
+    "DistributedSampler",
+    "DistributedBatchSampler",
+    "ShardStream",
+    "ShardSample",
+    "ScheduledShard",
+    "TokenBatchSampler",
+    "EmptyToNone",
+    "MixtureBatchSampler",
+    "DistributedWeightedRandomSampler",
+    "guard",
+    "default_torch_generation",
+]

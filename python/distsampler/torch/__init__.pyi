@@ -1,0 +1,12 @@
+# Type stub of distsampler.torch.
+# SPDX-License-Identifier: MIT
+from ._common import default_torch_generation as default_torch_generation
+from .batch import DistributedBatchSampler as DistributedBatchSampler
+from .guard import guard as guard
+from .mixture import MixtureBatchSampler as MixtureBatchSampler
+from .sampler import DistributedSampler as DistributedSampler
+from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
+from .tokens import EmptyToNone as EmptyToNone, TokenBatchSampler as TokenBatchSampler
+from .weighted import DistributedWeightedRandomSampler as DistributedWeightedRandomSampler
+
+__all__: list[str]

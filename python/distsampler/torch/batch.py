@@ -1,0 +1,205 @@
+# distsampler.torch.DistributedBatchSampler and _StepSampler, the base of every sampler of optimizer steps.
+# SPDX-License-Identifier: MIT
+from torch.utils.data import Sampler
+
+from .. import _core
+from .._core import ConfigError
+from ._common import (
+    PUBLIC_MODULE,
+    _STATE_FORMAT,
+    _Progress,
+    _check_state_dict,
+    _check_tail,
+    _generate,
+    _resolve_order,
+    _resolve_world,
+    _seed64,
+    _unsigned,
+)
+
+
+class _StepSampler(Sampler):
+    """What the batch and mixture samplers share: a C++ sampler of optimizer steps, each of
+    ``accumulation_steps`` micro-batches per rank, its epoch, and its checkpoints."""
+
+    _who = ""
+
+    def _shape(self, micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail):
+        who = self._who
+        self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
+        _check_tail(who, tail)
+        if accumulation_steps is not None and global_batch_size is not None:
+            raise ConfigError(f"{who}: accumulation_steps {accumulation_steps} and global_batch_size "
+                              f"{global_batch_size} were both given (expected one of them)")
+        self.micro_batch_size = _unsigned(who, "micro_batch_size", micro_batch_size)
+        self._accumulation = 1 if accumulation_steps is None else _unsigned(who, "accumulation_steps",
+                                                                            accumulation_steps)
+        self._global = 0 if global_batch_size is None else _unsigned(who, "global_batch_size", global_batch_size)
+        if global_batch_size is not None and self._global == 0:
+            raise ConfigError(f"{who}: global_batch_size is 0 (expected a positive multiple of micro_batch_size "
+                              f"{self.micro_batch_size} x num_replicas {self.num_replicas})")
+        self.tail = tail
+        self.epoch = 0
+        self._pending = None
+        self._prepared = None
+        self._progress = None
+
+    def _start(self):
+        """Builds the C++ sampler once the settings are in place (raises its ConfigError)."""
+        self._base_key = self._config()
+        self._base = self._build(self._base_key)
+        self.accumulation_steps = self._base.accumulation_steps
+        self.global_batch_size = self._base.global_batch_size
+
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch`."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = self._build(key)
+            self._base_key = key
+        self._base.set_epoch(epoch)
+        return self._base.copy()
+
+    @property
+    def num_steps(self):
+        """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""
+        if self._pending is not None:
+            return self._prepared.num_steps
+        return self._cpp(self.epoch).num_steps
+
+    def __len__(self):
+        return self.num_steps * self.accumulation_steps
+
+    def set_epoch(self, epoch):
+        """Selects the epoch. A loaded state of another epoch is discarded."""
+        e = _unsigned(self._who, "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = self._prepared = None
+        self.epoch = e
+
+    def __iter__(self):
+        if self._pending is not None:
+            return self._resume_pass()
+        return self._pass(self._cpp(self.epoch))
+
+    def _pass(self, core):
+        progress = _Progress(core, core.epoch)
+        self._progress = progress
+        return _generate(progress, self._fetcher(core), core.num_steps * core.accumulation_steps)
+
+    def _resume_pass(self):
+        # A generator, for the reason given in DistributedSampler._resume_pass.
+        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
+        self._pending = self._prepared = None
+        yield from self._pass(core)
+
+    def state_dict(self, batches=None):
+        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so
+        far, or after the first ``batches`` micro-batches of the latest iteration on
+        every rank (a DataLoader with workers draws ahead: pass what the loop consumed)."""
+        if self._pending is not None and batches is None:
+            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+        p = self._progress
+        if self._pending is not None:
+            core = self._prepared
+        elif p is not None and p.epoch == self.epoch:
+            core = p.core
+        else:
+            core = self._cpp(self.epoch)
+        k = core.accumulation_steps
+        if batches is None:
+            taken = p.taken() if p is not None and core is p.core else 0
+        else:
+            who = f"{self._who}.state_dict"
+            taken = _unsigned(who, "batches", batches)
+            if taken > core.num_steps * k:
+                raise ConfigError(f"{who}: batches {taken} exceeds the {core.num_steps * k} micro-batches of "
+                                  f"this rank's pass (expected 0..{core.num_steps * k})")
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(taken // k, taken % k)}
+
+    def load_state_dict(self, state_dict):
+        """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
+        text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
+        core = self._cpp(epoch)
+        core.resume(text)
+        self._prepared = core
+        self._pending = text
+        self.epoch = epoch
+        self._progress = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_base"] = state["_prepared"] = state["_progress"] = None
+        if state["_pending"] is not None:
+            state["_pending"] = None
+            state["_pickled_pending"] = self._pending
+        return state
+
+    def __setstate__(self, state):
+        pending = state.pop("_pickled_pending", None)
+        self.__dict__.update(state)
+        if pending is not None:
+            self.load_state_dict({"epoch": self.epoch, "state": pending})
+
+class DistributedBatchSampler(_StepSampler):
+    """This rank's micro-batches of each optimizer step, for a DataLoader's ``batch_sampler``.
+
+    The global batch G = micro_batch_size x num_replicas x accumulation_steps; step s
+    consumes positions [s*G, (s+1)*G) of the epoch's global order, micro-batch round k
+    its next micro_batch_size x num_replicas, and rank r the r-th run of those. Yields
+    ``num_steps * accumulation_steps`` micro-batches: lists of ints, or int64 NumPy
+    arrays with ``as_numpy=True`` (computed in C++ with the GIL released).
+
+    Give ``accumulation_steps`` (default 1) or ``global_batch_size`` (a multiple of
+    micro_batch_size x num_replicas), not both. ``tail``: ``"drop"`` (default; the last
+    partial global batch waits for the next epoch), ``"pad"`` (one more step, completed
+    from the epoch's start) or ``"uneven"`` (one more step with exactly the remaining
+    samples spread over the micro-batches; some may be empty, so that every rank runs the
+    same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
+
+    ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``
+    (``state_dict(batches=...)`` with the micro-batches the loop consumed when
+    DataLoader workers draw ahead); the state counts positions of the global order, so it
+    resumes on another world size, micro-batch size or accumulation (elastic resume) with
+    nothing repeated or skipped.
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def _guard_description(self):
+        """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
+        return {"sampler": type(self).__name__, "dataset_size": len(self.dataset), "order": self.order,
+                "global_batch_size": self.global_batch_size, "token_layout": 0}
+
+    _who = "DistributedBatchSampler"
+
+    def __init__(self, dataset, micro_batch_size, num_replicas=None, rank=None, *, accumulation_steps=None,
+                 global_batch_size=None, shuffle=True, seed=0, tail="drop", order="feistel", torch_generation=None,
+                 as_numpy=False):
+        self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail)
+        self.torch_generation = _resolve_order(self._who, order, torch_generation)
+        self.dataset = dataset
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.order = order
+        self.as_numpy = bool(as_numpy)
+        self._start()
+
+    def _config(self):
+        return (self.order, len(self.dataset), self.rank, self.num_replicas, self.micro_batch_size,
+                self._accumulation, self._global, self.shuffle, _seed64(self._who, self.seed), self.tail,
+                self.torch_generation)
+
+    @staticmethod
+    def _build(key):
+        return _core.make_distributed_batch_sampler(*key)
+
+    def _fetcher(self, core):
+        if not self.as_numpy:
+            return core.micro_batches
+        m = core.micro_batch_size
+
+        def fetch(first, count):
+            block, lengths = core.micro_batch_block(first, min(count, max(1, (1 << 16) // max(1, m))))
+            return [row if n == m else row[:n] for row, n in zip(block, lengths)]
+        return fetch

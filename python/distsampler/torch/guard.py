@@ -1,0 +1,79 @@
+# distsampler.torch.guard: one all-gather proving every rank built the same sampler.
+# SPDX-License-Identifier: MIT
+import torch.distributed as dist
+
+from .._core import ConfigError
+from ._common import PUBLIC_MODULE
+
+
+def _foreign_description(sampler):
+    # A sampler of another library (torch's own DistributedSampler): what its attributes say.
+    return {
+        "sampler": type(sampler).__name__,
+        "dataset_size": len(sampler.dataset),
+        "order": getattr(sampler, "order", "torch"),
+        "global_batch_size": getattr(sampler, "global_batch_size", 0),
+        "token_layout": 0,
+    }
+
+
+def _describe(sampler):
+    # What every rank must agree on, and what differs by rank. Each family says what it is
+    # (kind, dataset size, order, global batch, token layout) in its own
+    # _guard_description(); guard names no family.
+    own = getattr(sampler, "_guard_description", None)
+    family = own() if callable(own) else _foreign_description(sampler)
+    return {
+        "sampler": family["sampler"],
+        "dataset_size": family["dataset_size"],
+        "seed": sampler.seed,
+        "shuffle": bool(sampler.shuffle),
+        "tail": getattr(sampler, "tail", "drop" if getattr(sampler, "drop_last", False) else "pad"),
+        "order": family["order"],
+        "epoch": sampler.epoch,
+        "global_batch_size": family["global_batch_size"],
+        "accumulation_steps": getattr(sampler, "accumulation_steps", 1),
+        "token_layout": family["token_layout"],
+        "num_replicas": sampler.num_replicas,
+        "rank": sampler.rank,
+    }
+
+
+def guard(sampler, group=None):
+    """Checks, with one all-gather over ``torch.distributed``, that every rank built the
+    same sampler: same dataset size, seed, shuffle, tail, order, epoch, accumulation, world
+    and, for ``TokenBatchSampler``, the same lengths and budget options, and that
+    each rank's ``rank`` / ``num_replicas`` are its process rank and the group size.
+
+    Call it on every rank (a collective) after building the sampler, or after
+    ``set_epoch``. Raises ``ConfigError`` on every rank, naming the first rank that
+    differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
+    "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
+    these attributes, torch's own DistributedSampler included.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
+    mine = _describe(sampler)
+    size = dist.get_world_size(group)
+    gathered = [None] * size
+    dist.all_gather_object(gathered, mine, group=group)
+    for r, d in enumerate(gathered):
+        if d["num_replicas"] != size:
+            raise ConfigError(f"guard: rank {r} has num_replicas {d['num_replicas']} but the process group has "
+                              f"{size} processes (expected num_replicas={size})")
+        if d["rank"] != r:
+            raise ConfigError(f"guard: process {r} of the group built its sampler with rank {d['rank']} "
+                              f"(expected rank={r})")
+    reference = gathered[0]
+    for r, d in enumerate(gathered[1:], start=1):
+        for field in ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size",
+                      "accumulation_steps", "token_layout"):
+            if d[field] != reference[field]:
+                raise ConfigError(
+                    f"guard: rank {r} has {field} {d[field]!r} but rank 0 has {field} {reference[field]!r} "
+                    f"(every rank must build the sampler with the same {field}; ranks then read disjoint shares)"
+                )
+    return gathered
+
+
+guard.__module__ = PUBLIC_MODULE

@@ -1,0 +1,143 @@
+# distsampler.torch.ShardStream: the Python face of the C++ StreamingShardSampler, for an IterableDataset.
+# SPDX-License-Identifier: MIT
+import collections
+
+import torch
+
+from .. import _core
+from ._common import (
+    PUBLIC_MODULE,
+    _STATE_FORMAT,
+    _Progress,
+    _check_state_dict,
+    _check_tail,
+    _generate,
+    _resolve_world,
+    _seed64,
+    _unsigned,
+)
+
+ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
+                                     module=PUBLIC_MODULE)
+ShardSample.__doc__ = "One sample of a shard stream: shard number, record offset in it, global index, padding flag."
+ScheduledShard = collections.namedtuple("ScheduledShard", ["shard", "first_slot", "last_slot", "samples"],
+                                        module=PUBLIC_MODULE)
+ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first and last stream slot reading it, "
+                          "records read from it.")
+
+
+class ShardStream:
+    """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
+
+    The Python face of the C++ ``distsampler::StreamingShardSampler``: the same order, and
+    ``state_dict()["state"]`` is its state text.
+
+    Use it inside ``IterableDataset.__iter__``: ``for shard, offset, index, pad in
+    stream:`` reads this rank's, this worker's stream (the worker from
+    ``torch.utils.data.get_worker_info()``; one stream when not in a worker). Every
+    (rank, worker) slot gets the same count (``tail="pad"``, padding flagged; ``"drop"``;
+    ``"uneven"``: counts differ by at most one), all slots together are disjoint and
+    cover the epoch, and each worker reads few shards at a time, each in increasing
+    offsets. ``shard_sizes`` are the record counts of the shard files, in a fixed order.
+
+    Checkpointing from the main process: ``state_dict(batches, batch_size, num_workers)``
+    after the DataLoader (``batch_size`` per worker batch, ``num_workers`` workers) yielded
+    ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
+    iteration (the DataLoader pickles the dataset to its workers, pending state included),
+    and every stream continues with exactly the unread samples, on any world size or
+    worker count. With ``persistent_workers=True`` the workers keep the copy they were
+    started with, so ``set_epoch`` must reach them another way (torch's usual caveat).
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def _guard_description(self):
+        """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
+        return {"sampler": "ShardStream", "dataset_size": sum(self.shard_sizes), "order": "shard",
+                "global_batch_size": 0, "token_layout": 0}
+
+    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):
+        who = "ShardStream"
+        self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
+        _check_tail(who, tail)
+        self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.tail = tail
+        self.epoch = 0
+        self._pending = None
+        self._sampler(1)
+
+    def _sampler(self, num_workers, rank=None):
+        """The C++ StreamingShardSampler of this stream's settings for `num_workers` workers per rank."""
+        return _core.make_streaming_shard_sampler(self.shard_sizes, self.rank if rank is None else rank,
+                                                  self.num_replicas, num_workers, self.shuffle,
+                                                  _seed64("ShardStream", self.seed), self.tail)
+
+    def _positioned(self, num_workers, rank=None):
+        core = self._sampler(num_workers, rank)
+        if self._pending is not None:
+            core.resume(self._pending)
+        else:
+            core.set_epoch(self.epoch)
+        return core
+
+    def set_epoch(self, epoch):
+        """Selects the epoch; a loaded state of another epoch is discarded."""
+        e = _unsigned("ShardStream", "epoch", epoch)
+        if self._pending is not None and e != self.epoch:
+            self._pending = None
+        self.epoch = e
+
+    def worker_samples(self, worker, num_workers):
+        """The stream of one worker slot of this rank as a generator of ``ShardSample``."""
+        core = self._positioned(num_workers)
+        size = core.worker_size(worker)
+
+        def fetch(first, count):
+            return [ShardSample(*t) for t in core.samples(worker, first, count)]
+
+        return _generate(_Progress(core, core.epoch), fetch, size)
+
+    def shard_schedule(self, worker, num_workers):
+        """The shards one worker slot of this rank reads this epoch (or in the rest of a loaded
+        state), in the order it first needs them, as ``ScheduledShard`` tuples: the first and
+        last slot of its stream reading the shard and how many of its records it reads
+        (padding included). A loader of remote shard files fetches in this order and evicts a
+        shard once its last slot has passed. Computed without walking the stream."""
+        who = "ShardStream.shard_schedule"
+        core = self._positioned(max(1, _unsigned(who, "num_workers", num_workers)))
+        return [ScheduledShard(*t) for t in core.shard_schedule(_unsigned(who, "worker", worker))]
+
+    def rank_shard_schedule(self, num_workers):
+        """``shard_schedule`` merged over this rank's ``num_workers`` workers: per shard the
+        earliest first slot, the latest last slot and the records all of them read."""
+        core = self._positioned(max(1, _unsigned("ShardStream.rank_shard_schedule", "num_workers", num_workers)))
+        return [ScheduledShard(*t) for t in core.rank_shard_schedule()]
+
+    def __len__(self):
+        """Samples of this worker's stream (worker 0 of 1 outside a DataLoader worker)."""
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return self._positioned(num_workers).worker_size(worker)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return self.worker_samples(worker, num_workers)
+
+    def state_dict(self, batches, batch_size, num_workers):
+        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the
+        main process, each batching its stream by ``batch_size``) yielded ``batches``
+        batches (or all it had)."""
+        core = self._positioned(max(1, _unsigned("ShardStream", "num_workers", num_workers)))
+        text = core.state_after_batches(_unsigned("ShardStream", "batches", batches),
+                                        _unsigned("ShardStream", "batch_size", batch_size))
+        return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
+
+    def load_state_dict(self, state_dict):
+        """Validates now (``StateError`` with the C++ message); the next iteration resumes."""
+        text, epoch = _check_state_dict("ShardStream.load_state_dict", state_dict)
+        self._sampler(1).resume(text)
+        self._pending = text
+        self.epoch = epoch
