@@ -418,7 +418,7 @@ namespace {
 // A two-field key for check_mesh_records: seed and epoch.
 constexpr const char* mesh_test_key_names[] = {"seed", "epoch"};
 std::string mesh_test_show(std::size_t, std::uint64_t v) { return std::to_string(v); }
-constexpr ds::MeshKeyFormat mesh_test_format{mesh_test_key_names, 2, &mesh_test_show};
+const ds::MeshKeyFormat mesh_test_format{mesh_test_key_names, 2, &mesh_test_show};
 
 // Every global rank's record for a DistributedSampler over `mesh`, rank `odd` (if any)
 // built with seed 43 instead of 42, or with `world_of` for its World.
@@ -449,6 +449,7 @@ TEST_CASE("check_mesh_records: groups read the same, data ranks cover; each brok
     const ds::GuardReport ok =
         ds::check_mesh_records("guard", mesh, 50, mesh_test_records(mesh, 50, seed42, by_mesh), mesh_test_format);
     CHECK(ok.ok);
+    CHECK_NOTHROW(ds::check_mesh_groups("guard", mesh, mesh_test_records(mesh, 50, seed42, by_mesh), mesh_test_format));
     CHECK(ok.message == std::string("mesh ") + spec + " (data dims dp): ok: disjoint and covering over " +
                             std::to_string(mesh.data_world_size()) + " ranks (50 reads of 50 expected, " +
                             (mesh.data_world_size() == 4 ? "2" : "0") + " padding)");

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 struct MeshKeyFormat {
   const char* const* names = nullptr;
   std::size_t count = 0;
-  std::string (*show)(std::size_t field, std::uint64_t value) = nullptr;
+  std::function<std::string(std::size_t field, std::uint64_t value)> show;
 };
 
 /// One rank's record for check_mesh_records, as the words a transport moves: a magic word,
@@ -72,6 +73,15 @@ inline std::string mesh_place(const Mesh& mesh, std::uint64_t g) {
   return out;
 }
 
+// The rank that speaks for its data rank: coordinate 0 in every non-data dim.
+inline bool mesh_representative(const Mesh& mesh, std::uint64_t g) {
+  const std::vector<std::uint64_t> c = mesh.coordinates(g);
+  for (std::size_t i = 0; i < mesh.ndim(); ++i) {
+    if (!mesh.is_data_dim(i) && c[i] != 0) return false;
+  }
+  return true;
+}
+
 // The first key field in which `a` and `b` differ, or fields when none does.
 inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecordView& b) {
   for (std::size_t f = 0; f < a.fields; ++f) {
@@ -82,8 +92,10 @@ inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecor
 
 }  // namespace detail
 
-/// The mesh guard's verdict from every global rank's mesh_record (records[g] from rank g),
-/// the same on every rank that calls it with the same records:
+/// The mesh guard's checks of every global rank's mesh_record (records[g] from rank g),
+/// the same on every rank that calls them with the same records. check_mesh_groups does
+/// steps 1 to 3 (for transports whose read sums cannot tell padding from reads, so only
+/// their equality inside groups means something); check_mesh_records all four:
 ///
 ///  1. each rank's sampler is built for its data rank and the data world size
 ///     (World::from_mesh), else config_error "rank 5 (dp 2 tp 1) built its sampler as
@@ -101,9 +113,8 @@ inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecor
 /// Messages start with `who`. Throws config_error too when there is not one record per
 /// rank of the mesh or a record is malformed. O(world_size x (fields + dims) + N / DW)
 /// (each data rank's expected block sums, computed here for all of them); deterministic.
-[[nodiscard]] inline GuardReport check_mesh_records(std::string_view who, const Mesh& mesh, std::uint64_t dataset_size,
-                                                    const std::vector<std::vector<std::uint64_t>>& records,
-                                                    const MeshKeyFormat& format) {
+inline void check_mesh_groups(std::string_view who, const Mesh& mesh,
+                              const std::vector<std::vector<std::uint64_t>>& records, const MeshKeyFormat& format) {
   const std::string prefix = std::string(who) + ": ";
   if (records.size() != mesh.size()) {
     detail::throw_config_error(prefix + "mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
@@ -159,12 +170,8 @@ inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecor
       }
     }
   }
-  OverlapWords total = {};
   for (std::uint64_t g = 0; g < mesh.size(); ++g) {
-    bool representative = true;
-    const std::vector<std::uint64_t> c = mesh.coordinates(g);
-    for (std::size_t i = 0; i < mesh.ndim(); ++i) representative = representative && (mesh.is_data_dim(i) || c[i] == 0);
-    if (!representative) continue;
+    if (!detail::mesh_representative(mesh, g)) continue;
     const detail::MeshRecordView& v = views[static_cast<std::size_t>(g)];
     const std::size_t f = detail::first_key_difference(v, views[0]);
     if (f < format.count) {
@@ -173,11 +180,24 @@ inline std::size_t first_key_difference(const MeshRecordView& a, const MeshRecor
                                  format.show(f, views[0].key(f)) + " (expected the same on every rank of " + mesh_text +
                                  ")");
     }
+  }
+}
+
+/// The mesh guard's verdict: check_mesh_groups (steps 1 to 3 above), then step 4 over the
+/// data ranks' read sums. See the contract above.
+[[nodiscard]] inline GuardReport check_mesh_records(std::string_view who, const Mesh& mesh, std::uint64_t dataset_size,
+                                                    const std::vector<std::vector<std::uint64_t>>& records,
+                                                    const MeshKeyFormat& format) {
+  check_mesh_groups(who, mesh, records, format);
+  OverlapWords total = {};
+  for (std::uint64_t g = 0; g < mesh.size(); ++g) {
+    if (!detail::mesh_representative(mesh, g)) continue;
+    const detail::MeshRecordView v{&records[static_cast<std::size_t>(g)], format.count};
     const OverlapWords words = overlap_words(v.sums(), dataset_size, World(v.rank(), v.world_size()));
     for (std::size_t i = 0; i < overlap_word_count; ++i) total[i] += words[i];
   }
   GuardReport report = overlap_verdict(total, dataset_size, mesh.data_world_size());
-  report.message = mesh_text + " (data dims " + mesh.data_dims_string() + "): " + report.message;
+  report.message = "mesh " + mesh.to_string() + " (data dims " + mesh.data_dims_string() + "): " + report.message;
   return report;
 }
 
@@ -204,7 +224,7 @@ World mesh_world_of(const Sampler& s, long) {
 
 /// The key of mesh_record_of: dataset_size, seed, epoch, shuffle, tail (every other option
 /// shows in the read sums: ranks that differ in it read other samples).
-inline constexpr MeshKeyFormat mesh_key_format{detail::mesh_key_names, 5, &detail::mesh_key_show};
+inline const MeshKeyFormat mesh_key_format{detail::mesh_key_names, 5, &detail::mesh_key_show};
 
 /// This rank's mesh_record for `sampler` (any sampler with options() carrying seed, shuffle
 /// and tail, dataset_size(), epoch(), its World, and a segment_sums found by

@@ -1,8 +1,12 @@
 # distsampler.torch.guard: one all-gather proving every rank built the same sampler.
 # SPDX-License-Identifier: MIT
+import copy
+
 import torch.distributed as dist
 
-from .._core import ConfigError
+from .. import _core
+from .._core import ConfigError, Mesh
+from ..mesh import DataWorld
 from ._common import PUBLIC_MODULE
 
 
@@ -39,7 +43,46 @@ def _describe(sampler):
     }
 
 
-def guard(sampler, group=None):
+_MESH_FIELDS = ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size",
+                "accumulation_steps", "token_layout")
+
+
+def _flat(item, out):
+    fields = getattr(item, "_fields", None)
+    if fields is not None and "index" in fields:  # a ShardSample
+        out.append(int(item.index))
+    elif isinstance(item, (list, tuple)):
+        for x in item:
+            _flat(x, out)
+    elif hasattr(item, "tolist"):  # NumPy arrays and scalars, tensors
+        _flat(item.tolist(), out)
+    elif item is not None:
+        out.append(int(item))
+
+
+def _reads(sampler):
+    # What the sampler yields this epoch, from a copy: the sampler's own progress is untouched.
+    out = []
+    for item in copy.deepcopy(sampler):
+        _flat(item, out)
+    return out
+
+
+def _check_mesh(gathered, mesh, size):
+    if isinstance(mesh, DataWorld):
+        mesh = mesh.mesh
+    if not isinstance(mesh, Mesh):
+        raise ConfigError(f"guard: mesh={mesh!r} (expected the Mesh or the DataWorld of distsampler.mesh.mesh_world)")
+    if mesh.size != size:
+        raise ConfigError(f"guard: mesh {mesh} has {mesh.size} ranks but the process group has {size} processes "
+                          "(expected the product of the dims)")
+    shown = [sorted({repr(d[f]) for d in gathered}) for f in _MESH_FIELDS]
+    keys = [[shown[i].index(repr(d[f])) for i, f in enumerate(_MESH_FIELDS)] for d in gathered]
+    worlds = [(d["rank"], d["num_replicas"]) for d in gathered]
+    _core.check_mesh_groups("guard", mesh, keys, worlds, [d["reads"] for d in gathered], list(_MESH_FIELDS), shown)
+
+
+def guard(sampler, group=None, mesh=None):
     """Checks, with one all-gather over ``torch.distributed``, that every rank built the
     same sampler: same dataset size, seed, shuffle, tail, order, epoch, accumulation, world
     and, for ``TokenBatchSampler``, the same lengths and budget options, and that
@@ -50,13 +93,28 @@ def guard(sampler, group=None):
     differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
     "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
     these attributes, torch's own DistributedSampler included.
+
+    With ``mesh`` (the ``DataWorld`` of ``distsampler.mesh.mesh_world``, or its ``Mesh``; the
+    group's ranks are the mesh's global ranks, row-major), the checks are the C++ mesh
+    guard's (``check_mesh_groups``): each sampler is built for its rank's data rank and data
+    world, every model-parallel group (the ranks that differ in one non-data dim, innermost
+    first) agrees on these fields and reads the same indices (a hash of what a copy of the
+    sampler yields this epoch, O(its share)), and the data ranks agree on the fields, so
+    their shares are disjoint and covering. A mismatch names the group, the rank and the
+    field: "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has
+    42; ...)".
     """
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
+    if mesh is not None:
+        mine["reads"] = _core.read_sums(_reads(sampler))
     size = dist.get_world_size(group)
     gathered = [None] * size
     dist.all_gather_object(gathered, mine, group=group)
+    if mesh is not None:
+        _check_mesh(gathered, mesh, size)
+        return gathered
     for r, d in enumerate(gathered):
         if d["num_replicas"] != size:
             raise ConfigError(f"guard: rank {r} has num_replicas {d['num_replicas']} but the process group has "
