@@ -1,4 +1,4 @@
-// distsampler c10d guard (opt-in): ranks of a torchrun job agree on the sampler and read disjoint, covering shares.
+// distsampler c10d guard (opt-in): ranks of a torchrun job (or of its parallel mesh) agree and read disjoint shares.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_GUARD_HPP
 #define DISTSAMPLER_TORCH_GUARD_HPP
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/decimal.hpp"
@@ -83,6 +84,48 @@ constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_wor
   throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) + " failed to " + what +
                      " the store keys under '" + ns + "' (expected all " + std::to_string(process.world_size) +
                      " ranks to call the guard, equally often, on one store): " + reason);
+}
+
+// Every rank's record of this call: writes `mine` under the call's namespace (set in `ns`),
+// waits for all world_size records and reads them; the last rank to finish cleans up.
+inline std::vector<std::vector<std::uint8_t>> exchange(c10d::Store& store, const World& process, const char* who,
+                                                       const std::vector<std::uint8_t>& mine, std::string& ns) {
+  const std::uint64_t w = process.world_size, r = process.rank;
+  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
+  // Counted in the store, per rank, so threads and processes alike stay in step; and
+  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
+  ns = "distsampler/guard/calls/" + std::to_string(r);
+  try {
+    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
+  } catch (const std::exception& e) {
+    store_failed(who, process, ns, "count", e);
+  }
+  std::vector<std::string> keys;
+  for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
+  std::vector<std::vector<std::uint8_t>> records;
+  try {
+    store.set(keys[static_cast<std::size_t>(r)], mine);
+  } catch (const std::exception& e) {
+    store_failed(who, process, ns, "write", e);
+  }
+  try {
+    store.wait(keys, store.getTimeout());
+    for (const std::string& k : keys) records.push_back(store.get(k));
+    // The last rank to finish reading cleans up and says so; rank 0, which hosts a store
+    // made by store_from_env, waits for that, so it never leaves while others still talk.
+    if (store.add(ns + "/left", 1) == static_cast<std::int64_t>(w)) {
+      for (const std::string& k : keys) store.deleteKey(k);
+      store.deleteKey(ns + "/left");
+      store.set(ns + "/gone", std::vector<std::uint8_t>{1});
+    }
+    if (r == 0) {
+      store.wait({ns + "/gone"}, store.getTimeout());
+      store.deleteKey(ns + "/gone");
+    }
+  } catch (const std::exception& e) {
+    store_failed(who, process, ns, "read", e);
+  }
+  return records;
 }
 
 template <class P>
@@ -168,48 +211,15 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
                                              const ReadSums& sums) {
   const char* who = "distsampler::torch_guard::check_epoch";
   process.validate(who);
-  const std::uint64_t w = process.world_size, r = process.rank, n = key.fields[1];
-  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
-  // Counted in the store, per rank, so threads and processes alike stay in step; and
-  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
-  std::string ns = "distsampler/guard/calls/" + std::to_string(r);
-  try {
-    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "count", e);
-  }
+  const std::uint64_t w = process.world_size, n = key.fields[1];
   std::vector<std::uint8_t> mine;
   mine.reserve(detail::record_words * 8);
   detail::put(mine, detail::record_magic);
   for (const std::uint64_t f : key.fields) detail::put(mine, f);
   detail::put(mine, key.rank);
   for (const std::uint64_t word : overlap_words(sums, n, process)) detail::put(mine, word);
-
-  std::vector<std::string> keys;
-  for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
-  std::vector<std::vector<std::uint8_t>> records;
-  try {
-    store.set(keys[static_cast<std::size_t>(r)], mine);
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "write", e);
-  }
-  try {
-    store.wait(keys, store.getTimeout());
-    for (const std::string& k : keys) records.push_back(store.get(k));
-    // The last rank to finish reading cleans up and says so; rank 0, which hosts a store
-    // made by store_from_env, waits for that, so it never leaves while others still talk.
-    if (store.add(ns + "/left", 1) == static_cast<std::int64_t>(w)) {
-      for (const std::string& k : keys) store.deleteKey(k);
-      store.deleteKey(ns + "/left");
-      store.set(ns + "/gone", std::vector<std::uint8_t>{1});
-    }
-    if (r == 0) {
-      store.wait({ns + "/gone"}, store.getTimeout());
-      store.deleteKey(ns + "/gone");
-    }
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "read", e);
-  }
+  std::string ns;
+  const std::vector<std::vector<std::uint8_t>> records = detail::exchange(store, process, who, mine, ns);
 
   OverlapWords total = {};
   const std::vector<std::uint8_t>& first = records[0];
@@ -266,6 +276,48 @@ template <class Sampler>
 template <class Sampler>
 [[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store) {
   return check_epoch(sampler, store, World::from_env());
+}
+
+/// The mesh guard over a c10d store: `process` is this rank's global World (e.g. from
+/// RANK/WORLD_SIZE) in `mesh` (its product must be process.world_size) and `sampler` the
+/// sampler it built for its data rank (World::from_mesh; a library sampler or a libtorch
+/// adapter). Checks, on every rank alike (check_mesh_records), that each sampler is built
+/// for its rank's data rank and data world, that every model-parallel group (the ranks
+/// that differ in one non-data dim: tp, cp, pp, ...) agrees on the key and reads the same
+/// samples, that the data ranks agree on the key; returns whether the data ranks' reads
+/// are disjoint and covering. One record of 16 words per rank through the store, as
+/// check_reads; per rank the cost of its segment_sums, plus O(world_size x dims + N / DW).
+/// Throws config_error naming the group, the rank and the field ("tp group of ranks 4,5:
+/// rank 5 reads other samples (seed 43, rank 4 has 42; ...)"), for a mesh whose product
+/// is not the world size, and when the store fails. Collective, in step with check_epoch.
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const World& process,
+                                           const Mesh& mesh) {
+  const char* who = "distsampler::torch_guard::check_mesh_epoch";
+  process.validate(who);
+  if (mesh.size() != process.world_size) {
+    detail::throw_config_error(std::string(who) + ": mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
+                               " ranks but world_size is " + std::to_string(process.world_size) +
+                               " (expected the product of the dims)");
+  }
+  decltype(auto) core = detail::core_of(sampler);
+  std::vector<std::uint8_t> mine;
+  for (const std::uint64_t word : mesh_record_of(core)) detail::put(mine, word);
+  std::string ns;
+  const std::vector<std::vector<std::uint8_t>> raw = detail::exchange(store, process, who, mine, ns);
+  std::vector<std::vector<std::uint64_t>> records;
+  for (const std::vector<std::uint8_t>& rec : raw) {
+    std::vector<std::uint64_t> words;
+    for (std::size_t at = 0; at < rec.size() / 8; ++at) words.push_back(detail::get(rec, at));
+    records.push_back(std::move(words));
+  }
+  return check_mesh_records(who, mesh, core.dataset_size(), records, mesh_key_format);
+}
+
+/// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const Mesh& mesh) {
+  return check_mesh_epoch(sampler, store, World::from_env(), mesh);
 }
 
 /// A c10d TCPStore for the job at MASTER_ADDR:MASTER_PORT, hosted by rank 0 (RANK and

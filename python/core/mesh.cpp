@@ -19,6 +19,14 @@ void register_mesh(py::module_& m) {
            }),
            py::arg("dims"), py::arg("data_dims") = std::vector<std::string>{})
       .def_static("parse", &ds::Mesh::parse, py::arg("spec"), py::arg("data_dims") = "")
+      .def_static(
+          "parse_dims",
+          [](const std::string& spec) {
+            std::vector<std::pair<std::string, std::uint64_t>> out;
+            for (const ds::MeshDim& d : ds::Mesh::parse_dims(spec)) out.emplace_back(d.name, d.size);
+            return out;
+          },
+          "The (name, size) pairs of NAME=SIZE,... (not yet validated: Mesh does that).")
       .def_property_readonly("size", &ds::Mesh::size)
       .def_property_readonly("data_world_size", &ds::Mesh::data_world_size)
       .def_property_readonly("ndim", &ds::Mesh::ndim)
@@ -55,14 +63,6 @@ void register_mesh(py::module_& m) {
                         return ds::Mesh::parse(t[0].cast<std::string>(), t[1].cast<std::string>());
                       }));
   m.def(
-      "mesh_parse_dims",
-      [](const std::string& spec) {
-        std::vector<std::pair<std::string, std::uint64_t>> out;
-        for (const ds::MeshDim& d : ds::Mesh::parse_dims(spec)) out.emplace_back(d.name, d.size);
-        return out;
-      },
-      "The (name, size) pairs of NAME=SIZE,... (Mesh::parse_dims; validated by Mesh).");
-  m.def(
       "world_from_mesh",
       [](const ds::Mesh& mesh, std::uint64_t rank, std::uint64_t world_size, std::uint64_t local_rank,
          std::uint64_t local_world_size) {
@@ -77,15 +77,17 @@ void register_mesh(py::module_& m) {
       py::arg("mesh"), py::arg("rank"), py::arg("world_size"), py::arg("local_rank") = 0,
       py::arg("local_world_size") = 1,
       "(rank, world_size, local_rank, local_world_size) of the data World (World::from_mesh).");
-  m.def(
-      "read_sums",
-      [](const std::vector<std::uint64_t>& indices) {
-        ds::ReadSums sums;
-        for (const std::uint64_t i : indices) sums.read(i);
-        const auto& w = sums.words();
-        return std::vector<std::uint64_t>(w.begin(), w.end());
-      },
-      "The ReadSums words of reading `indices` (order-independent; a multiset hash).");
+  py::class_<ds::ReadSums>(m, "ReadSums", "Order-independent sums of the indices one rank read (overlap_check.hpp).")
+      .def(py::init<>())
+      .def(
+          "read",
+          [](ds::ReadSums& sums, const std::vector<std::uint64_t>& indices) {
+            for (const std::uint64_t i : indices) sums.read(i);
+          },
+          "Adds every index of `indices` as read.")
+      .def_property_readonly("words", [](const ds::ReadSums& sums) {
+        return std::vector<std::uint64_t>(sums.words().begin(), sums.words().end());
+      });
   m.def(
       "check_mesh_groups",
       [](const std::string& who, const ds::Mesh& mesh, const std::vector<std::vector<std::uint64_t>>& keys,

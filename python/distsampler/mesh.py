@@ -17,6 +17,7 @@ pipeline-parallel group gets the same data rank, so it reads the same samples::
 The computation is the C++ library's (``World::from_mesh``). Errors raise ``ConfigError``
 naming the argument (``mesh=`` or ``data_dims=``) and the mesh.
 """
+import copy
 from typing import NamedTuple
 
 from . import _core
@@ -54,7 +55,7 @@ def _cut(message):
 def _dims(who, mesh):
     if isinstance(mesh, str):
         try:
-            return _core.mesh_parse_dims(mesh)
+            return Mesh.parse_dims(mesh)
         except ConfigError as e:
             raise ConfigError(f"{who}: mesh={mesh!r}: {_cut(str(e))}") from None
     items = list(mesh.items()) if isinstance(mesh, dict) else mesh
@@ -185,3 +186,50 @@ def world_from_device_mesh(device_mesh, data_dims=None):
     local = _launcher_locality(ranks[position], len(ranks)) if ranks == list(range(len(ranks))) else (0, 1)
     return _data_world(who, m, position, m.size, local[0], local[1], ranks[position])
 
+
+
+# The mesh mode of distsampler.torch.guard: what each rank adds to its description, and the
+# check over all of them (the C++ check_mesh_groups).
+_GUARD_FIELDS = ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size",
+                 "accumulation_steps", "token_layout")
+
+
+def _flat(item, out):
+    fields = getattr(item, "_fields", None)
+    if fields is not None and "index" in fields:  # a ShardSample
+        out.append(int(item.index))
+    elif isinstance(item, (list, tuple)):
+        for x in item:
+            _flat(x, out)
+    elif hasattr(item, "tolist"):  # NumPy arrays and scalars, tensors
+        _flat(item.tolist(), out)
+    elif item is not None:
+        out.append(int(item))
+
+
+def guard_read_sums(sampler):
+    """The ReadSums words of what ``sampler`` yields this epoch, read from a copy (the sampler's
+    own progress is untouched): O(its share of the epoch)."""
+    out = []
+    for item in copy.deepcopy(sampler):
+        _flat(item, out)
+    sums = _core.ReadSums()
+    sums.read(out)
+    return sums.words
+
+
+def check_guard_descriptions(gathered, mesh, size):
+    """Raises ConfigError unless the guard's descriptions of every rank of a group of ``size``
+    (rank order = the mesh's global ranks) pass the C++ mesh guard's group checks over
+    ``mesh`` (a Mesh or a DataWorld)."""
+    if isinstance(mesh, DataWorld):
+        mesh = mesh.mesh
+    if not isinstance(mesh, Mesh):
+        raise ConfigError(f"guard: mesh={mesh!r} (expected the Mesh or the DataWorld of distsampler.mesh.mesh_world)")
+    if mesh.size != size:
+        raise ConfigError(f"guard: mesh {mesh} has {mesh.size} ranks but the process group has {size} processes "
+                          "(expected the product of the dims)")
+    shown = [sorted({repr(d[f]) for d in gathered}) for f in _GUARD_FIELDS]
+    keys = [[shown[i].index(repr(d[f])) for i, f in enumerate(_GUARD_FIELDS)] for d in gathered]
+    worlds = [(d["rank"], d["num_replicas"]) for d in gathered]
+    _core.check_mesh_groups("guard", mesh, keys, worlds, [d["reads"] for d in gathered], list(_GUARD_FIELDS), shown)

@@ -1,12 +1,9 @@
 # distsampler.torch.guard: one all-gather proving every rank built the same sampler.
 # SPDX-License-Identifier: MIT
-import copy
-
 import torch.distributed as dist
 
-from .. import _core
-from .._core import ConfigError, Mesh
-from ..mesh import DataWorld
+from .._core import ConfigError
+from ..mesh import check_guard_descriptions, guard_read_sums
 from ._common import PUBLIC_MODULE
 
 
@@ -43,45 +40,6 @@ def _describe(sampler):
     }
 
 
-_MESH_FIELDS = ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size",
-                "accumulation_steps", "token_layout")
-
-
-def _flat(item, out):
-    fields = getattr(item, "_fields", None)
-    if fields is not None and "index" in fields:  # a ShardSample
-        out.append(int(item.index))
-    elif isinstance(item, (list, tuple)):
-        for x in item:
-            _flat(x, out)
-    elif hasattr(item, "tolist"):  # NumPy arrays and scalars, tensors
-        _flat(item.tolist(), out)
-    elif item is not None:
-        out.append(int(item))
-
-
-def _reads(sampler):
-    # What the sampler yields this epoch, from a copy: the sampler's own progress is untouched.
-    out = []
-    for item in copy.deepcopy(sampler):
-        _flat(item, out)
-    return out
-
-
-def _check_mesh(gathered, mesh, size):
-    if isinstance(mesh, DataWorld):
-        mesh = mesh.mesh
-    if not isinstance(mesh, Mesh):
-        raise ConfigError(f"guard: mesh={mesh!r} (expected the Mesh or the DataWorld of distsampler.mesh.mesh_world)")
-    if mesh.size != size:
-        raise ConfigError(f"guard: mesh {mesh} has {mesh.size} ranks but the process group has {size} processes "
-                          "(expected the product of the dims)")
-    shown = [sorted({repr(d[f]) for d in gathered}) for f in _MESH_FIELDS]
-    keys = [[shown[i].index(repr(d[f])) for i, f in enumerate(_MESH_FIELDS)] for d in gathered]
-    worlds = [(d["rank"], d["num_replicas"]) for d in gathered]
-    _core.check_mesh_groups("guard", mesh, keys, worlds, [d["reads"] for d in gathered], list(_MESH_FIELDS), shown)
-
-
 def guard(sampler, group=None, mesh=None):
     """Checks, with one all-gather over ``torch.distributed``, that every rank built the
     same sampler: same dataset size, seed, shuffle, tail, order, epoch, accumulation, world
@@ -108,12 +66,12 @@ def guard(sampler, group=None, mesh=None):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
     if mesh is not None:
-        mine["reads"] = _core.read_sums(_reads(sampler))
+        mine["reads"] = guard_read_sums(sampler)
     size = dist.get_world_size(group)
     gathered = [None] * size
     dist.all_gather_object(gathered, mine, group=group)
     if mesh is not None:
-        _check_mesh(gathered, mesh, size)
+        check_guard_descriptions(gathered, mesh, size)
         return gathered
     for r, d in enumerate(gathered):
         if d["num_replicas"] != size:
