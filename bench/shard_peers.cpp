@@ -332,7 +332,7 @@ int main() {
   }
   sampler_row("distsampler defaults (512 x open 64 x run 1)", ds::ShardSamplerOptions().with_seed(3));
   sampler_row(
-      "distsampler 64 x open 8 x run 8 (sequential)",
+      "distsampler 64 x open 8 x run 8 (runs of 8)",
       ds::ShardSamplerOptions().with_seed(3).with_canonical_streams(64).with_max_open_shards(8).with_run_length(8));
   sampler_row("distsampler 512 x open 16 x run 4",
               ds::ShardSamplerOptions().with_seed(3).with_max_open_shards(16).with_run_length(4));

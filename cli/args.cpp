@@ -26,7 +26,12 @@ const std::vector<FlagSpec>& flags() {
       {"--per-rank-seed", "", "seed rank r with seed + r, the classic bug, to see the check fail"},
       {"--shard-sizes", "FILE|LIST", "sample counts of the shards: comma-separated, or a file with one per line"},
       {"--workers", "K", "data-loader workers per rank, at least 1"},
-      {"--max-open-shards", "M", "shards a consumer reads interleaved (default 64, at most 512)"},
+      {"--preset", "sequential|mixed",
+       "shards: mixed (the default: 512 lanes, 64 open, runs of 1, windows of 16) or sequential (1 lane,\n"
+       "                               1 open, runs of 1024, no window, shards from offset 0: increasing offsets);\n"
+       "                               the flags below override its values"},
+      {"--max-open-shards", "M",
+       "shards a consumer reads interleaved (default 64; at most 512, or 1 with --preset sequential)"},
       {"--run-length", "L", "records read in a row from one shard (default 1)"},
       {"--window", "W",
        "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
@@ -252,8 +257,8 @@ const std::vector<CommandSpec>& commands() {
        "(with --shard-schedule its shards in first-read order instead; of rank R only with --rank); then check\n"
        "the whole epoch and print a verdict; exit 1 when a promise fails",
        {"--shard-sizes", "--world", "--workers"},
-       {"--rank", "--seed", "--epoch", "--tail", "--max-open-shards", "--run-length", "--window", "--ranges",
-        "--shard-schedule"}},
+       {"--rank", "--seed", "--epoch", "--tail", "--preset", "--max-open-shards", "--run-length", "--window",
+        "--ranges", "--shard-schedule"}},
       {"batches",
        "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
        "print micro-batches per step, optionally resumed from a state",

@@ -140,6 +140,9 @@ int run_command(const Invocation& invocation);
 [[nodiscard]] Invocation with_data_world(const Invocation& invocation);
 /// `distsampler mesh`: one line per global rank, `rank R: data D/DW` and its coordinates.
 int run_mesh(const Invocation& invocation);
+/// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
+/// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
+int run_index(const std::vector<std::string_view>& args);
 
 }  // namespace cli
 

@@ -229,6 +229,12 @@ ShardFlags shard_flags(const Invocation& in) {
     too_large(fmt::format("--world {} x {} shards in --shard-sizes", f.world_size, f.sizes.size()), "shards",
               limits::shard_work, "each rank's sampler lays out every shard");
   }
+  // The preset first: the flags below override its values.
+  if (in.has("--preset")) {
+    f.options = parse_choice("--preset", in.text("--preset"), {"sequential", "mixed"}) == 0
+                    ? ds::ShardSamplerOptions::sequential()
+                    : ds::ShardSamplerOptions::mixed();
+  }
   if (in.has("--seed")) f.options.seed = parse_seed("--seed", in.text("--seed"));
   f.epoch = in.number("--epoch").value_or(0);
   f.options.tail = tail_flag(in, f.options.tail);

@@ -36,6 +36,7 @@ int finish(const cli::CommandSpec* command, int status) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "index") return cli::run_index(args);
   // Errors name the command as soon as the first argument is one, even when a later flag is bad.
   const cli::CommandSpec* command = args.empty() ? nullptr : cli::find_command(args[0]);
   try {

@@ -2,9 +2,12 @@
 # distsampler tests: the `distsampler` command's output, exit codes, help, and a table of hostile inputs it must refuse.
 # SPDX-License-Identifier: MIT
 #
-# Usage: cli_test.sh path/to/distsampler   (CLI_CASE_TIMEOUT=seconds per run, default 20)
+# Usage: cli_test.sh path/to/distsampler [DOC.md...]   (CLI_CASE_TIMEOUT=seconds per run, default 20)
+# Each DOC's ```console blocks are transcripts checked at the end (see below).
 set -u
 cli="$1"
+shift
+docs=("$@")
 limit="${CLI_CASE_TIMEOUT:-20}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -142,6 +145,27 @@ expect 0 '^rank 0 worker 0: 7 samples from 1 shards: 0@0-6:7$' -- shards --shard
 got="$("$cli" shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 1 --shard-schedule --ranges 9 |
   grep '^rank 1 worker 1: 286 samples from ' | grep -o ':[0-9]*' | tr -d : | awk '{ s += $1 } END { print s }')"
 [[ "$got" == "286" ]] && passed=$((passed + 1)) || fail "--shard-schedule's records add up to $got, not 286"
+# --preset sequential: one shard open, and every consumer's ranges of a shard follow each other in increasing
+# offsets (tail drop: no padding duplicate); flags given with it override its values; mixed is the default.
+expect 0 'at most 1 shards open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
+    --preset sequential
+got="$("$cli" shards --shard-sizes 3000,0,5,2500,700,64 --world 3 --workers 2 --preset sequential --run-length 50 \
+  --tail drop --ranges 1000 | grep '^rank ' | awk '{
+    delete last; n = 0
+    for (i = 1; i <= NF; ++i) if (split($i, p, /[][,)]/) == 4 && $i ~ /^[0-9]+\[/) {
+      ++n; if ((p[1] in last) && p[2] < last[p[1]]) bad++; last[p[1]] = p[3]; if (p[3] - p[2] > 50) bad++
+    }
+    if (n == 0) bad++
+  } END { print bad + 0 }')"
+[[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--preset sequential read $got ranges backwards or longer than 50"
+expect 0 '^rank 0 worker 0: [0-9]+ samples: [0-9]+\[[0-9]+,[0-9]+\) ' -- shards --shard-sizes 3000,2500 --world 1 \
+    --workers 1 --preset sequential --run-length 100 --tail drop
+default_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4)"
+mixed_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4 --preset mixed)"
+[[ -n "$default_plan" && "$default_plan" == "$mixed_plan" ]] && passed=$((passed + 1)) ||
+  fail "--preset mixed differs from the default options"
+sequential_plan="$("$cli" shards --shard-sizes 300,20,450 --world 2 --workers 2 --seed 4 --preset sequential)"
+[[ "$sequential_plan" != "$mixed_plan" ]] && passed=$((passed + 1)) || fail "--preset sequential reads as mixed"
 
 # batches and state: Megatron's layout, position = s*G + (k*W + r)*m + e, unshuffled.
 expect 0 '^step 1 rank 1: \[10 11\] \[14 15\]$' -- batches --size 20 --world 2 --micro-batch 2 --accum 2 --shuffle none
@@ -173,7 +197,7 @@ help_ok help -- indices check shards batches state
 help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank --shard-schedule
 help_ok indices --help -- --size --world --rank --count --seed --epoch --shuffle --tail --torch-generation
 help_ok check -h -- --size --world --per-rank-seed --shuffle
-help_ok shards --help -- --shard-sizes --world --workers --max-open-shards --run-length --window --ranges
+help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
 help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --order
@@ -330,6 +354,10 @@ refuse "unknown flag" '... (100002 bytes)' check --size 10 --world 2 "--$long"
 
 # Values the library would reject, refused first with the flag's name.
 refuse --workers '--workers 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 0
+refuse --preset '--preset "random" is unknown (expected sequential or mixed)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --preset random
+refuse --max-open-shards '--max-open-shards 2 is out of range (expected 1..1)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --preset sequential --max-open-shards 2
 refuse --window '--window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
     --window 0
 refuse --run-length '--run-length 0 is too small' shards --shard-sizes 5,5 --world 2 --workers 1 --run-length 0
@@ -565,12 +593,50 @@ refuse --world 'too large for mesh' mesh --world 2000000 --mesh dp=2000000
 refuse --world 'is required for mesh' mesh --mesh dp=2
 
 # ---------------------------------------------------------------------------------------------------------
-# The README's transcripts: every `$ distsampler ...` line shown there prints the lines shown after it, in order
-# ("..." stands for lines left out), so the README cannot drift from the command.
-readme="$(dirname "${BASH_SOURCE[0]}")/../README.md"
+# index: shard files indexed (records counted by hand here), verified, and every bad input refused.
+idx="$tmp/idx"
+mkdir -p "$idx/src"
+printf '{"a":1}\n\n{"b":2}\r\n[3]' >"$idx/p.jsonl"  # 3 records: the empty line is none, the last lacks its newline
+printf 'jpg' >"$idx/src/0001.jpg"
+printf 'txt' >"$idx/src/0001.txt"
+printf 'jpg2' >"$idx/src/0002.jpg"
+tar -cf "$idx/s.tar" -C "$idx/src" 0001.jpg 0001.txt 0002.jpg  # 2 samples: 0001 (jpg, txt) and 0002
+tar_bytes="$(wc -c <"$idx/s.tar" | tr -d ' ')"
+expect 0 "^$idx/p.jsonl jsonl 3 records 21 bytes"$'\n'"total 1 files 3 records 21 bytes$" -- index "$idx/p.jsonl"
+[[ -f "$idx/p.jsonl.dsidx" ]] && passed=$((passed + 1)) || fail "index wrote no $idx/p.jsonl.dsidx"
+expect 0 "^total 1 files 3 records 21 bytes verified$" -- index --verify "$idx/p.jsonl"
+expect 0 "^$idx/s.tar tar 2 records $tar_bytes bytes$" -- index --threads 2 "$idx/p.jsonl" "$idx/s.tar"
+expect 0 "^total 2 files 5 records $((21 + tar_bytes)) bytes$" -- index --threads=2 "$idx/p.jsonl" "$idx/s.tar"
+cp "$idx/p.jsonl" "$idx/p.txt"
+expect 0 "^$idx/p.txt jsonl 3 records 21 bytes$" -- index --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+[[ ! -f "$idx/p.txt.dsidx" && -n "$(ls "$tmp/idx-cache"/p.txt.*.dsidx 2>/dev/null)" ]] && passed=$((passed + 1)) ||
+  fail "index --cache-dir did not put the index in the cache folder only"
+expect 0 "verified$" -- index --verify --format jsonl --cache-dir "$tmp/idx-cache" "$idx/p.txt"
+expect 0 '^usage: distsampler index ' -- index --help
+refuse "$idx/p.txt" 'cannot tell the format from the extension ".txt"' index "$idx/p.txt"
+refuse "$idx/missing.jsonl" 'cannot open (No such file or directory)' index "$idx/p.jsonl" "$idx/missing.jsonl"
+refuse "$idx/p.txt" 'has no index at' index --verify --format jsonl "$idx/p.txt"
+refuse --format 'is unknown (expected jsonl, tar, megatron or npy)' index --format csv "$idx/p.jsonl"
+refuse FILES 'no FILES given' index
+refuse FILES 'no FILES given' index --threads 2
+refuse --threads 'too small (expected at least 1)' index --threads 0 "$idx/p.jsonl"
+refuse --threads 'is not' index --threads two "$idx/p.jsonl"
+refuse --bogus 'unknown flag' index --bogus "$idx/p.jsonl"
+refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
+refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
+head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
+refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
+printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth
+refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the index' index --verify "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"
+expect 0 "verified$" -- index --verify "$idx/p.jsonl"
+
+# The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints
+# the lines shown after it, in order ("..." stands for lines left out), so no document can drift from the command.
+# A `$ name=$(distsampler ...)` line runs in this shell, for the commands after it; `$ echo ...` lines too.
 distsampler() { "$cli" "$@"; }
 transcript_check() {
-  local command="$1" expected="$2" actual line at=0
+  local doc="$1" command="$2" expected="$3" actual line at=0
   # An assignment such as state=$(...) must run in this shell, for the commands after it.
   if [[ "$command" =~ ^[a-z_]+=\$\( ]]; then eval "$command"; else actual="$(eval "$command" 2>&1)"; fi
   [[ -z "$expected" ]] && return 0
@@ -578,34 +644,36 @@ transcript_check() {
     [[ "$line" == "..." ]] && continue
     local rest
     rest="$(tail -n +$((at + 1)) <<<"$actual" | grep -nxF -- "$line" | head -1 | cut -d: -f1)"
-    if [[ -z "$rest" ]]; then fail "README: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
+    if [[ -z "$rest" ]]; then fail "$doc: \`$command\` does not print '$line'"$'\n'"$actual"; return 1; fi
     at=$((at + rest))
   done <<<"$expected"
   passed=$((passed + 1))
 }
-if [[ -f "$readme" ]]; then
-  command="" expected="" in_section=0 in_block=0 transcripts=0
+for doc in "${docs[@]}"; do
+  if [[ ! -f "$doc" ]]; then fail "$doc: no such document"; continue; fi
+  command="" expected="" in_block=0 transcripts=0 lineno=0 cmd_line=0
   while IFS= read -r line; do
-    if [[ "$line" == "## The command line" ]]; then in_section=1; continue; fi
-    [[ $in_section -eq 1 && "$line" == "## "* ]] && break
-    [[ $in_section -eq 1 ]] || continue
-    if [[ "$line" == '```'* ]]; then
-      if [[ $in_block -eq 1 && -n "$command" ]]; then transcript_check "$command" "$expected"; command=""; fi
-      in_block=$((1 - in_block))
+    lineno=$((lineno + 1))
+    if [[ $in_block -eq 0 ]]; then
+      [[ "$line" == '```console' ]] && in_block=1
       continue
     fi
-    [[ $in_block -eq 1 ]] || continue
+    if [[ "$line" == '```' ]]; then
+      [[ -n "$command" ]] && transcript_check "$doc:$cmd_line" "$command" "$expected"
+      command="" expected="" in_block=0
+      continue
+    fi
     if [[ "$line" == '$ '* ]]; then
-      [[ -n "$command" ]] && transcript_check "$command" "$expected"
-      command="${line#\$ }" expected=""
+      [[ -n "$command" ]] && transcript_check "$doc:$cmd_line" "$command" "$expected"
+      command="${line#\$ }" expected="" cmd_line=$lineno
       transcripts=$((transcripts + 1))
     elif [[ -n "$command" ]]; then
       expected+="${expected:+$'\n'}$line"
     fi
-  done <"$readme"
-  [[ $transcripts -ge 5 ]] && passed=$((passed + 1)) ||
-    fail "README: found $transcripts transcript commands, expected 5 or more"
-fi
+  done <"$doc"
+  [[ $transcripts -ge 1 ]] && passed=$((passed + 1)) ||
+    fail "$doc: no \`$ distsampler\` transcript in a \`\`\`console block"
+done
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -144,41 +144,8 @@ struct PositionSet {
 /// inside an ahead range (a resumed segment's fronts cover earlier segments' holes as one
 /// range); positions are counted once.
 ///
-/// Version 3 (written for every state that carries its key and no strided entries) records
-/// every field and a checksum over all of them, so any single-bit change or hand edit of
-/// either form is refused:
-///  - text, one line, keys in this order, single spaces, canonical decimals, lowercase hex:
-///    `distsampler-state v3 sampler=batch dataset_size=1000 seed=42 shuffle=true tail=drop
-///    engine=feistel/2 layout=0x0000000000000000 epoch=3 consumed=640 ahead=700-764,900-964
-///    checksum=0x0123456789abcdef` (` ahead=...` only with ahead ranges: begin-end pairs, end
-///    exclusive; names keep letters, digits and . _ + -, every other byte is %HH with
-///    uppercase hex; one trailing '\n' is accepted). `checksum` is the byte form's.
-///  - bytes, little-endian: "DSST", u32 version, u64 dataset_size, seed, epoch, consumed,
-///    layout, u32 engine_version, u32 sampler name length, u32 engine name length, u8
-///    shuffle (0 or 1), u8 tail (0 pad, 1 drop, 2 uneven), u16 0, u64 ahead count, the
-///    sampler name, the engine name, count pairs of u64 begin, end; last a u64 checksum of
-///    every byte before it (FNV-1a 64, finalised by splitmix64's mixer). 80 bytes plus the
-///    names plus 16 per range. Names are 1 to 1024 bytes.
-///
-/// Version 4 is version 3 with strided entries, written only when there are some (a state
-/// without them is written as version 3, byte for byte as before):
-///  - text: ` strided=700-764/4096x3,900-964/4096x2` after ` ahead=...` (or after
-///    `consumed=` without ahead ranges): the first element begin-end, the stride, the count.
-///  - bytes: the version-3 layout with u32 version 4 and a u64 strided count after the ahead
-///    count (so names start at 80), then after the ranges count quadruples of u64 begin,
-///    length, stride, count; then the checksum. 88 bytes plus the names plus 16 per range
-///    plus 32 per strided entry.
-/// Only a state with its key can hold strided entries (the writers throw state_error otherwise).
-///
-/// Versions 1 and 2, written by earlier releases, record only a fingerprint of the key
-/// (StateKey::legacy_fingerprint) and are still read, validated and, when read as such (no
-/// key set), written back in their own version:
-///  - text: `distsampler-state v1 dataset_size=1000 seed=42 epoch=3 consumed=640
-///    fingerprint=0x0123456789abcdef`; version 2 adds ` ahead=...` before ` fingerprint=`.
-///    No checksum: only the fingerprint guards dataset_size and seed.
-///  - bytes: "DSST", u32 version, u64 dataset_size, seed, epoch, consumed, fingerprint;
-///    version 2 then has u64 count and count pairs; last the checksum as above. Version 1
-///    is 56 bytes, version 2 is 64 + 16 * count.
+/// The text and byte forms of versions 1 to 4 (which version is written when, every field,
+/// the checksum) are specified in docs/STATE.md.
 ///
 /// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
 /// malformed or corrupted input, an unknown version, consumed > dataset_size, or

@@ -195,7 +195,7 @@ def scenario_resume(rank, world, data, state_path):
 def scenario_batch_save(rank, world, data, arg):
     batches = DistributedBatchSampler(data, 4, accumulation_steps=2, seed=2, tail="uneven")
     loader = DataLoader(data, batch_sampler=batches, num_workers=0, collate_fn=as_list)
-    return {"read": indices_of(loader, limit=7), "state": batches.state_dict()}
+    return {"read": indices_of(loader, limit=7), "state": batches.state_dict(batches=7)}
 
 
 def scenario_batch_resume(rank, world, data, state_path):

@@ -80,7 +80,7 @@ def test_resume_at_a_step_boundary_yields_exactly_the_rest(tail):
         it = iter(b)
         taken = list(itertools.islice(it, k))
         assert taken == full[:k]
-        sd = b.state_dict()
+        sd = b.state_dict(batches=k)  # the loop received k micro-batches
         assert sd["epoch"] == 2
         fresh = DistributedBatchSampler(range(101), 5, 2, 1, accumulation_steps=2, seed=6, tail=tail)
         fresh.load_state_dict(sd)
@@ -97,7 +97,7 @@ def test_resume_inside_a_step_reads_every_sample_once_over_both_runs():
         b = make(r)
         it = iter(b)
         first += [i for mb in itertools.islice(it, 3) for i in mb]  # a step and a half
-        states.append(b.state_dict())
+        states.append(b.state_dict(batches=3))
     assert states[0] == states[1]
     rest = []
     for r in range(2):
@@ -115,7 +115,7 @@ def test_resumed_batch_sampler_through_a_dataloader_with_workers_yields_the_rest
     for _ in range(6):
         next(it)
     c = DistributedBatchSampler(range(300), 4, 2, 1, seed=5)
-    c.load_state_dict(b.state_dict())
+    c.load_state_dict(b.state_dict(batches=6))
     got = [batch.tolist() for batch in DataLoader(range(300), batch_sampler=c, num_workers=2)]
     assert got == full[6:]
 
@@ -125,7 +125,7 @@ def test_pickle_keeps_a_loaded_state():
     it = iter(b)
     next(it)
     c = DistributedBatchSampler(range(64), 4, 1, 0, seed=2)
-    c.load_state_dict(b.state_dict())
+    c.load_state_dict(b.state_dict(batches=1))
     d = pickle.loads(pickle.dumps(c))
     assert list(d) == list(it)
 

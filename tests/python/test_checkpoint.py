@@ -24,7 +24,12 @@ def test_resume_after_k_yields_exactly_the_rest(order, tail):
         it = iter(s)
         taken = list(itertools.islice(it, k))
         assert taken == full[:k]
-        sd = s.state_dict()
+        if 0 < k == len(taken):  # handed out, maybe ahead of a loop: only the caller knows what was received
+            with pytest.raises(distsampler.ConfigError, match=rf"this rank handed out {k} indices of epoch 4"):
+                s.state_dict()
+        elif k:  # the iterator ran out: the epoch's end, as before
+            assert s.state_dict() == s.state_dict(samples=len(taken))
+        sd = s.state_dict(samples=len(taken))
         assert sd["epoch"] == 4
         fresh = make(order=order, tail=tail)
         fresh.load_state_dict(sd)
@@ -42,7 +47,7 @@ def test_resume_across_chunk_boundaries():
         for _ in range(k):
             next(it)
         fresh = make(n=n, replicas=1)
-        fresh.load_state_dict(s.state_dict())
+        fresh.load_state_dict(s.state_dict(samples=k))
         assert list(fresh) == full[k:], k
 
 
@@ -64,7 +69,7 @@ def test_load_applies_once_then_epochs_restart():
     it = iter(s)
     next(it)
     fresh = make()
-    fresh.load_state_dict(s.state_dict())
+    fresh.load_state_dict(s.state_dict(samples=1))
     fresh.set_epoch(0)  # the usual loop calls set_epoch(saved epoch) after loading: keeps the state
     rest = list(fresh)
     assert len(rest) == 33
@@ -76,7 +81,7 @@ def test_set_epoch_to_another_epoch_discards_loaded_state():
     it = iter(s)
     next(it)
     fresh = make()
-    fresh.load_state_dict(s.state_dict())
+    fresh.load_state_dict(s.state_dict(samples=1))
     fresh.set_epoch(2)
     expected = make()
     expected.set_epoch(2)
@@ -101,8 +106,8 @@ def test_state_moves_to_another_world_size():
     iters = [iter(x) for x in olds]
     for it in iters:
         epoch_order += list(itertools.islice(it, 10))
-    sd = olds[0].state_dict()
-    assert all(o.state_dict() == sd for o in olds)  # every rank saves the same state
+    sd = olds[0].state_dict(samples=10)
+    assert all(o.state_dict(samples=10) == sd for o in olds)  # every rank saves the same state
     rest = []
     for r in range(3):
         fresh = make(r, 3, n, tail="uneven")
@@ -157,9 +162,9 @@ def test_an_iterator_never_advanced_does_not_consume_a_loaded_state():
     it = iter(s)
     next(it)
     fresh = make()
-    fresh.load_state_dict(s.state_dict())
+    fresh.load_state_dict(s.state_dict(samples=1))
     unused = iter(fresh)
-    assert fresh.state_dict() == s.state_dict()
+    assert fresh.state_dict() == s.state_dict(samples=1)
     assert list(iter(fresh)) == list(it)
     del unused
 
@@ -188,8 +193,8 @@ def test_pickled_sampler_keeps_its_loaded_state():
     for _ in range(5):
         next(it)
     fresh = make(order="torch")
-    fresh.load_state_dict(s.state_dict())
+    fresh.load_state_dict(s.state_dict(samples=5))
     clone = pickle.loads(pickle.dumps(fresh))
-    assert clone.state_dict() == s.state_dict()
+    assert clone.state_dict() == s.state_dict(samples=5)
     assert len(clone) == 34 - 5
     assert list(clone) == list(it)

@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: MIT
 import collections
 import math
-import os
 import pickle
 
 import pytest
@@ -11,6 +10,8 @@ from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 import distsampler
 from distsampler.torch import DistributedWeightedRandomSampler, MixtureBatchSampler
+
+import doc_blocks
 
 SIZES = [300, 120, 45]  # dist_worker.MIX_SIZES
 WEIGHTS = [0.5, 0.3, 0.2]  # dist_worker.MIX_WEIGHTS
@@ -147,8 +148,9 @@ def test_state_dict_resumes_on_another_world_and_rejects_other_settings():
                             end_count=224)
     it = iter(a)
     first = [next(it) for _ in range(7)]
-    sd = a.state_dict()
-    assert sd == a.state_dict(batches=7)
+    with pytest.raises(distsampler.ConfigError, match="this rank handed out 7 micro-batches of epoch 0"):
+        a.state_dict()  # handed out is not received: the caller says what the loop got
+    sd = a.state_dict(batches=7)
     b = MixtureBatchSampler(SIZES, WEIGHTS, 4, num_replicas=2, rank=1, seed=5, end="samples", end_count=224)
     b.load_state_dict(pickle.loads(pickle.dumps(sd)))
     b = pickle.loads(pickle.dumps(b))  # a DataLoader worker's copy keeps the loaded state
@@ -186,7 +188,7 @@ def test_weighted_sampler_without_replacement_gives_each_rank_distinct_positive_
     s = ranks[0]
     it = iter(s)
     next(it)
-    sd = s.state_dict()
+    sd = s.state_dict(samples=1)
     resumed = DistributedWeightedRandomSampler(weights, 6, replacement=False, num_replicas=1, rank=0, seed=2)
     resumed.load_state_dict(sd)
     # Every rank read one sample (positions 0..2); one rank continues at position 3: each rank's second.
@@ -238,18 +240,14 @@ def test_bad_input_is_named(make, message):
         make()
 
 
-def test_readme_mixture_example_runs_as_written():
-    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
-    with open(readme, encoding="utf-8") as f:
-        text = f.read()
-    start = text.index("```python", text.index("**Mixtures and weighted sampling.**")) + len("```python")
-    code = text[start:text.index("```", start)]
-    seen = []
-    scope = {"train_step": lambda x: seen.append(x.tolist())}
-    exec(compile(code, "README.md", "exec"), scope)
-    assert len(seen) == 2 * 50 * 2  # two epochs of 50 steps, 2 micro-batches of 8 per step on this rank
-    assert all(len(x) == 8 for x in seen)
-    assert seen[:100] != seen[100:]  # set_epoch changed the orders
+def test_python_guide_mixture_example_runs_as_written():
+    block = doc_blocks.block("docs/PYTHON.md", "example: mixture-python")
+    scope = {"__name__": "doc_example"}
+    exec(compile(block.code, block.path, "exec"), scope)
+    read = scope["read"]
+    assert len(read) == 2 * 50 * 2  # two epochs of 50 steps, 2 micro-batches of 8 per step on this rank
+    assert all(len(x) == 8 for x in read)
+    assert read[:100] != read[100:]  # set_epoch changed the orders
     assert scope["ckpt"]["sampler"]["epoch"] == 1
     assert len(scope["balanced"]) == 50
     drawn = collections.Counter(int(scope["labels"][i]) for i in scope["balanced"])
@@ -263,7 +261,9 @@ def test_batch_sampler_shares_the_batches_checkpoint():
     a = DistributedBatchSampler(data, 4, num_replicas=2, rank=0, accumulation_steps=2, seed=1)
     it = iter(a)
     taken = [next(it) for _ in range(5)]
-    ahead = a.state_dict()  # what a DataLoader's prefetch would have drawn: 5 micro-batches
+    with pytest.raises(distsampler.ConfigError, match="this rank handed out 5 micro-batches of epoch 0"):
+        a.state_dict()  # a DataLoader's prefetch may have drawn them: unknown what the loop got
+    ahead = a.state_dict(batches=5)  # what the prefetch drew
     behind = a.state_dict(batches=3)  # what the loop consumed
     b = DistributedBatchSampler(data, 4, num_replicas=2, rank=0, accumulation_steps=2, seed=1)
     b.load_state_dict(behind)

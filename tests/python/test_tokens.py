@@ -5,7 +5,6 @@ import gc
 import io
 import itertools
 import json
-import os
 import pickle
 import re
 import sys
@@ -18,9 +17,9 @@ from torch.utils.data import DataLoader
 import distsampler
 from distsampler import _core
 from distsampler.torch import EmptyToNone, TokenBatchSampler
+import doc_blocks
 from dist_worker import TOKEN_BUDGET, TOKEN_N, token_lengths
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 
 
 def lognormal_lengths(n, seed=1, cap=1000):
@@ -169,7 +168,7 @@ def test_resume_after_k_micro_batches_reads_the_rest_of_the_epoch_once():
         it = iter(s)
         taken = list(itertools.islice(it, k))
         assert taken == full[:k]
-        sd = s.state_dict()
+        sd = s.state_dict(batches=k)
         assert sd["epoch"] == 2
         fresh = make()
         fresh.load_state_dict(sd)
@@ -191,7 +190,7 @@ def test_elastic_resume_on_another_world_and_accumulation_reads_every_sample_onc
     for s in ranks(lengths, 3000, 4, accumulation_steps=2, **kw):
         it = iter(s)
         first += [i for mb in itertools.islice(it, 7) for i in mb]  # 3 steps and a half
-        states.append(s.state_dict())
+        states.append(s.state_dict(batches=7))
     assert all(sd == states[0] for sd in states)
     rest = []
     for s in ranks(lengths, 3000, 3, accumulation_steps=1, **kw):
@@ -227,7 +226,7 @@ def test_pickle_keeps_a_loaded_state():
     it = iter(s)
     next(it)
     t = TokenBatchSampler(lengths, 3000, 1, 0, seed=2)
-    t.load_state_dict(s.state_dict())
+    t.load_state_dict(s.state_dict(batches=1))
     u = pickle.loads(pickle.dumps(t))
     assert list(u) == list(it)
 
@@ -320,13 +319,11 @@ def test_four_gloo_ranks_same_steps_exactly_once_then_resume_on_two(gloo4):
     assert sorted(first + rest) == list(range(TOKEN_N))  # epoch 1 exactly once over both runs
 
 
-def test_readme_token_example_runs_as_documented():
-    text = open(README).read()
-    at = text.index("<!-- example: tokens-python -->")
-    code = re.search(r"```python\n(.*?)```", text[at:], re.S).group(1)
+def test_python_guide_token_example_runs_as_documented():
+    block = doc_blocks.block("docs/PYTHON.md", "example: tokens-python")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        exec(compile(block.code, block.path, "exec"), {"__name__": "doc_example"})
     lines = out.getvalue().splitlines()
     assert len(lines) == 2
     for epoch, line in enumerate(lines):

@@ -24,10 +24,11 @@ DISTSAMPLER_NAMESPACE_BEGIN
 
 /// The global order G of one epoch of a sharded dataset: a bijection from positions
 /// [0, N) to the catalog's samples, a pure function of (shard sizes, shuffle, seed,
-/// canonical_streams C, max_open_shards m, run_length L, shuffle_window w, epoch); never
-/// of world size, worker count or tail.
+/// canonical_streams C, max_open_shards m, run_length L, shuffle_window w, rotate_shards,
+/// epoch); never of world size, worker count or tail.
 ///  1. the shard order is shuffled (Fisher-Yates, SplitMix64, unbiased draws) and each
-///     shard is read from a per-epoch rotation of its offsets: the sequence Q;
+///     shard is read from a per-epoch rotation of its offsets (from offset 0 without
+///     rotate_shards): the sequence Q;
 ///  2. Q's first C * ns * L samples (ns = N / (C * L)) are cut into C equal lanes of
 ///     ns runs of L consecutive samples; each lane's runs are permuted within windows of
 ///     w runs (a keyed permutation per lane and window: an exact Fisher-Yates draw for
@@ -36,7 +37,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///     spread_lane, so a block's lanes are spread evenly over Q) and each group of m
 ///     consecutive runs forms a block of m * L samples, read round-robin across its m runs;
 ///  3. what remains (fewer than m + C runs' worth) follows in Q order.
-/// Unshuffled: Q is the shards in order from offset 0, and no window applies.
+/// Unshuffled: Q is the shards in order from offset 0, and no window applies. With C = m = 1
+/// and w = 1 (ShardSamplerOptions::sequential()) G is Q itself: position p is Q position p.
 ///
 /// Throws config_error from the constructor for invalid order options (see
 /// detail::validate_order_options). Complexity: construction O(shards) time and memory;
@@ -288,7 +290,7 @@ class ShardEpochOrder {
   }
 
   [[nodiscard]] std::uint64_t rotation(std::uint64_t shard) const noexcept {
-    if (!options_.shuffle) return 0;
+    if (!options_.shuffle || !options_.rotate_shards) return 0;
     const std::uint64_t key = detail::mix64(epoch_key_ ^ detail::splitmix64(shard));
     return detail::mulhi64(key, catalog_->shard_size(shard));
   }
@@ -331,24 +333,28 @@ class ShardEpochOrder {
 };
 
 /// The engine name a shard order has in saved states: every option of ShardEpochOrder
-/// that changes the order ("shard-shuffle-streams64-open8-run8-window16"); the shard sizes
-/// are the state's layout field (ShardCatalog::layout_hash()) and the seed its own field.
-/// Equal names over equal catalogs mean equal orders.
+/// that changes the order ("shard-shuffle-streams64-open8-run8-window16", "-norotate"
+/// appended when shuffled shards are read from offset 0); the shard sizes are the state's
+/// layout field (ShardCatalog::layout_hash()) and the seed its own field. Equal names over
+/// equal catalogs mean equal orders.
 [[nodiscard]] inline std::string shard_order_name(const ShardSamplerOptions& options) {
   return std::string(options.shuffle ? "shard-shuffle" : "shard-noshuffle") + "-streams" +
          std::to_string(options.canonical_streams) + "-open" + std::to_string(options.max_open_shards) + "-run" +
-         std::to_string(options.run_length) + "-window" + std::to_string(options.shuffle ? options.shuffle_window : 1);
+         std::to_string(options.run_length) + "-window" + std::to_string(options.shuffle ? options.shuffle_window : 1) +
+         (options.shuffle && !options.rotate_shards ? "-norotate" : "");
 }
 
 /// The name version 1 and 2 states fingerprinted for the same order ("shard-v2 shuffle
-/// streams=64 open=8 run=8 window=16 shards=3 layout=0x..."), so they still load.
+/// streams=64 open=8 run=8 window=16 shards=3 layout=0x..."), so they still load; orders
+/// without rotation had no such states, and their name (" norotate" appended) matches none.
 [[nodiscard]] inline std::string shard_legacy_order_name(const ShardSamplerOptions& options,
                                                          const ShardCatalog& catalog) {
   return std::string("shard-v2 ") + (options.shuffle ? "shuffle" : "noshuffle") +
          " streams=" + std::to_string(options.canonical_streams) + " open=" + std::to_string(options.max_open_shards) +
          " run=" + std::to_string(options.run_length) +
          " window=" + std::to_string(options.shuffle ? options.shuffle_window : 1) +
-         " shards=" + std::to_string(catalog.num_shards()) + " layout=" + detail::hex64(catalog.layout_hash());
+         " shards=" + std::to_string(catalog.num_shards()) + " layout=" + detail::hex64(catalog.layout_hash()) +
+         (options.shuffle && !options.rotate_shards ? " norotate" : "");
 }
 
 DISTSAMPLER_NAMESPACE_END

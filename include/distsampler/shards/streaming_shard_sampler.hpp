@@ -57,7 +57,11 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// Promises: consumers are disjoint and covering (pad: plus flagged duplicates, drop:
 /// minus R mod K dropped positions); every consumer has the same count (uneven: counts
 /// differ by at most one, and ranks by at most one); a consumer has at most
-/// max_open_shards() shard ranges open at once, each read in increasing offsets.
+/// max_open_shards() read_plan ranges (runs of consecutive offsets) open at once. Whether
+/// its reads of one shard are sequential depends on the options: with the defaults
+/// (ShardSamplerOptions::mixed()) a range is often one record and a shard's offsets go up
+/// and down; ShardSamplerOptions::sequential() reads each shard in strictly increasing
+/// offsets, one shard at a time (the presets' contracts say exactly what each gives).
 ///
 /// Throws config_error from the constructors for a bad World, num_workers 0, a size sum
 /// over 2^64 - 1, or bad options (messages name the parameter and the value).

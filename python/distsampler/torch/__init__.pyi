@@ -3,9 +3,11 @@
 from ._common import default_torch_generation as default_torch_generation
 from .batch import DistributedBatchSampler as DistributedBatchSampler
 from .guard import guard as guard
+from .loader import DataLoader as DataLoader, MaskedBatch as MaskedBatch
 from .mixture import MixtureBatchSampler as MixtureBatchSampler
 from .sampler import DistributedSampler as DistributedSampler
 from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
+from .sharded import ShardedDataset as ShardedDataset, ShardedItem as ShardedItem
 from .tokens import EmptyToNone as EmptyToNone, TokenBatchSampler as TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler as DistributedWeightedRandomSampler
 

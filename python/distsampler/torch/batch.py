@@ -16,6 +16,7 @@ from ._common import (
     _seed64,
     _unsigned,
 )
+from ._handout import detached_state, recorded
 
 
 class _StepSampler(Sampler):
@@ -94,9 +95,10 @@ class _StepSampler(Sampler):
         yield from self._pass(core)
 
     def state_dict(self, batches=None):
-        """``{"format": 1, "epoch": e, "state": text}`` after the micro-batches handed out so
-        far, or after the first ``batches`` micro-batches of the latest iteration on
-        every rank (a DataLoader with workers draws ahead: pass what the loop consumed)."""
+        """``{"format": 1, "epoch": e, "state": text}`` after the first ``batches``
+        micro-batches of the latest iteration on every rank (what the loop received).
+        Without ``batches``, as ``DistributedSampler.state_dict`` without ``samples``: mid-epoch
+        it raises ``ConfigError`` unless a loader that knows what the loop received asks."""
         if self._pending is not None and batches is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress
@@ -108,7 +110,8 @@ class _StepSampler(Sampler):
             core = self._cpp(self.epoch)
         k = core.accumulation_steps
         if batches is None:
-            taken = p.taken() if p is not None and core is p.core else 0
+            current = p if p is not None and core is p.core else None
+            taken = recorded(self, current, f"{self._who}.state_dict", "batches", "micro-batches")
         else:
             who = f"{self._who}.state_dict"
             taken = _unsigned(who, "batches", batches)
@@ -128,7 +131,7 @@ class _StepSampler(Sampler):
         self._progress = None
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         state["_base"] = state["_prepared"] = state["_progress"] = None
         if state["_pending"] is not None:
             state["_pending"] = None

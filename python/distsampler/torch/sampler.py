@@ -15,6 +15,7 @@ from ._common import (
     _seed64,
     _unsigned,
 )
+from ._handout import detached_state, recorded
 
 
 class DistributedSampler(_TorchDistributedSampler):
@@ -40,8 +41,8 @@ class DistributedSampler(_TorchDistributedSampler):
     (``num_samples * num_replicas``; N under ``tail="uneven"``), plus ``order``, ``tail``.
 
     Checkpointing (torchdata ``StatefulDataLoader`` protocol): ``state_dict()`` records the
-    epoch and how many indices the latest iterator handed out (as a position of the
-    epoch's global order, so it loads on any world size); ``load_state_dict(sd)`` takes
+    epoch and the position the training loop reached (a position of the epoch's global
+    order, so it loads on any world size; see ``state_dict``); ``load_state_dict(sd)`` takes
     effect at the next ``__iter__``, which yields exactly the rest of that epoch.
     ``set_epoch`` with another epoch discards a loaded state that was not yet iterated.
 
@@ -139,14 +140,16 @@ class DistributedSampler(_TorchDistributedSampler):
     def state_dict(self, samples=None):
         """``{"format": 1, "epoch": e, "state": text}``: the epoch and the position reached.
 
-        The position is what the latest ``iter()`` of this epoch handed out (all of it once
-        exhausted); before any iteration of the epoch, its start. A state loaded but not
-        yet iterated is returned as loaded. ``state`` is the C++ ``SamplerState`` text.
-
-        ``samples``: record instead that every rank consumed its first ``samples`` indices
-        of the latest iteration (a plain DataLoader with workers draws indices ahead of the
-        batches it delivered: pass ``batches_done * batch_size`` there). Raises
-        ``ConfigError`` when it exceeds what this rank's iteration has.
+        ``samples``: every rank's loop received the first ``samples`` indices of the latest
+        iteration (``batches_done * batch_size``). Without it: the epoch's start before any
+        iteration, its end once the iteration finished (and a prefetching DataLoader
+        delivered all), what ``distsampler.torch.DataLoader`` returned when it drives this
+        sampler, or what was handed out when torchdata's ``StatefulDataLoader`` asks (it
+        pairs the state with the batch handed out); anywhere else mid-epoch a DataLoader
+        may have prefetched, so it raises ``ConfigError`` naming ``samples=``. A state
+        loaded but not yet iterated is returned as loaded. ``state`` is the C++
+        ``SamplerState`` text. Raises ``ConfigError`` when ``samples`` exceeds what this
+        rank's iteration has.
         """
         if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
@@ -157,10 +160,10 @@ class DistributedSampler(_TorchDistributedSampler):
             if self._pending is not None:
                 core = self._prepared[1] if self._prepared is not None else self._resumed(self._pending)
             text = core.state(_unsigned("DistributedSampler.state_dict", "samples", samples))
-        elif p is not None and p.epoch == epoch:
-            text = p.core.state(p.taken())
         else:
-            text = self._cpp(epoch).state(0)
+            current = p if p is not None and p.epoch == epoch else None
+            done = recorded(self, current, "DistributedSampler.state_dict", "samples", "indices")
+            text = (current.core if current is not None else self._cpp(epoch)).state(done)
         return {"format": _STATE_FORMAT, "epoch": epoch, "state": text}
 
     def load_state_dict(self, state_dict):
@@ -183,7 +186,7 @@ class DistributedSampler(_TorchDistributedSampler):
         return core
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         for name in ("_base", "_base_key", "_prepared", "_progress"):
             state[name] = None
         return state

@@ -16,6 +16,7 @@ from ._common import (
     _seed64,
     _unsigned,
 )
+from ._stream_cell import StreamCell
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
                                      module=PUBLIC_MODULE)
@@ -45,8 +46,17 @@ class ShardStream:
     ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
     iteration (the DataLoader pickles the dataset to its workers, pending state included),
     and every stream continues with exactly the unread samples, on any world size or
-    worker count. With ``persistent_workers=True`` the workers keep the copy they were
-    started with, so ``set_epoch`` must reach them another way (torch's usual caveat).
+    worker count.
+
+    Epochs reach every worker: ``epoch`` and a loaded state live in a small shared-memory
+    cell made at construction, which the workers' copies share (``fork`` and ``spawn``,
+    ``persistent_workers`` or not), so ``set_epoch`` / ``load_state_dict`` in the main
+    process set what the next pass of every worker reads. As with torch's samplers, call
+    ``set_epoch`` before each epoch: without it every pass reads the same epoch again
+    (``distsampler.torch.DataLoader`` warns then). A loaded state stays in effect for the
+    passes of its epoch until ``set_epoch`` selects another (``distsampler.torch.DataLoader``
+    applies it to one pass, then reads the whole epoch). ``state_capacity``: bytes reserved
+    for a loaded state's text (``StateError`` when one is longer).
     """
 
     __module__ = PUBLIC_MODULE
@@ -56,7 +66,8 @@ class ShardStream:
         return {"sampler": "ShardStream", "dataset_size": sum(self.shard_sizes), "order": "shard",
                 "global_batch_size": 0, "token_layout": 0}
 
-    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad"):
+    def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
+                 state_capacity=1 << 20):
         who = "ShardStream"
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
@@ -64,9 +75,37 @@ class ShardStream:
         self.shuffle = bool(shuffle)
         self.seed = seed
         self.tail = tail
-        self.epoch = 0
-        self._pending = None
+        self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
         self._sampler(1)
+
+    @property
+    def epoch(self):
+        """The epoch every pass reads, in this process and in every DataLoader worker."""
+        return self._cell.epoch
+
+    @epoch.setter
+    def epoch(self, epoch):
+        e = _unsigned("ShardStream", "epoch", epoch)
+        if e != self._cell.epoch:  # the same epoch again changes nothing (a loaded state stays used)
+            self._cell.write(e, self._cell.text)
+
+    @property
+    def _pending(self):
+        return self._cell.text
+
+    @_pending.setter
+    def _pending(self, text):
+        self._cell.write(self._cell.epoch, text)
+
+    def __getstate__(self):
+        # The cell as its tensors: a worker's copy shares them (torch passes shared tensors by handle).
+        state = self.__dict__.copy()
+        state["_cell"] = state["_cell"].tensors()
+        return state
+
+    def __setstate__(self, state):
+        state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
+        self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):
         """The C++ StreamingShardSampler of this stream's settings for `num_workers` workers per rank."""

@@ -16,6 +16,7 @@ from ._common import (
     _unsigned,
     _weights,
 )
+from ._handout import detached_state, recorded
 
 
 class DistributedWeightedRandomSampler(Sampler):
@@ -98,15 +99,17 @@ class DistributedWeightedRandomSampler(Sampler):
         yield from _generate(progress, core.chunk, core.size)
 
     def state_dict(self, samples=None):
-        """``{"format": 1, "epoch": e, "state": text}``: what the latest iteration handed
-        out, or its first ``samples`` indices on every rank."""
+        """``{"format": 1, "epoch": e, "state": text}`` after the first ``samples`` indices of
+        the latest iteration on every rank; without ``samples`` as
+        ``DistributedSampler.state_dict`` (mid-epoch it raises unless a loader that knows asks)."""
         if self._pending is not None and samples is None:
             return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
         p = self._progress
         current = p is not None and p.epoch == self.epoch and self._pending is None
         core = p.core if current else self._core_at(self.epoch)
         if samples is None:
-            done = p.taken() if p is not None and core is p.core else 0
+            done = recorded(self, p if current else None, "DistributedWeightedRandomSampler.state_dict", "samples",
+                            "indices")
         else:
             done = _unsigned("DistributedWeightedRandomSampler.state_dict", "samples", samples)
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(done)}
@@ -120,7 +123,7 @@ class DistributedWeightedRandomSampler(Sampler):
         self._progress = None
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = detached_state(self.__dict__.copy())
         state["_base"] = state["_progress"] = state["_cache"] = None
         return state
 
