@@ -265,7 +265,7 @@ TEST_CASE("Mesh: bad meshes and bad data dims throw config_error naming the mesh
   CHECK_THROWS_AS(Mesh::parse("dp=0"), std::invalid_argument);
 }
 
-TEST_CASE("World::from_mesh_env reads the global rank from the launcher; locality counts the node's data ranks",
+TEST_CASE("World::from_mesh_env reads the global rank from the launcher, and locality counts the node's data ranks",
           "[mesh][env]") {
   std::map<std::string, std::string> env{
       {"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}};
@@ -359,7 +359,7 @@ TEST_CASE("Mesh: TokenBatchSampler reads by data rank, the same inside model-par
 }
 
 #if defined(__SIZEOF_INT128__)
-TEST_CASE("Mesh: MixtureSampler reads by data rank; data ranks split each global batch", "[mesh][property]") {
+TEST_CASE("Mesh: MixtureSampler reads by data rank, and data ranks split each global batch", "[mesh][property]") {
   const std::vector<std::uint64_t> sizes{40, 25, 60};
   const std::vector<double> weights{0.5, 0.2, 0.3};
   const auto options = ds::MixtureOptions().with_seed(21).with_micro_batch_size(2).with_end(ds::MixtureEnd::all_seen);
@@ -393,7 +393,7 @@ TEST_CASE("Mesh: MixtureSampler reads by data rank; data ranks split each global
 }
 #endif
 
-TEST_CASE("Mesh: WeightedSampler reads by data rank; data ranks split the epoch's draws", "[mesh][property]") {
+TEST_CASE("Mesh: WeightedSampler reads by data rank, and data ranks split the epoch's draws", "[mesh][property]") {
   const std::vector<double> weights{1, 2, 0, 4, 8, 3};
   const auto options = ds::WeightedSamplerOptions().with_seed(2).with_num_samples(60).with_tail(ds::Tail::drop);
   std::uint64_t data_world = 0;
@@ -440,7 +440,7 @@ std::string mesh_check_error(const Mesh& mesh, const std::vector<std::vector<std
 
 }  // namespace
 
-TEST_CASE("check_mesh_records: groups read the same, data ranks cover; each broken case names the group",
+TEST_CASE("check_mesh_records: groups read the same and data ranks cover, and each broken case names the group",
           "[mesh][guard]") {
   const auto seed42 = [](std::uint64_t) -> std::uint64_t { return 42; };
   for (const char* spec : {"dp=4,tp=2", "pp=2,dp=2,tp=2"}) {
