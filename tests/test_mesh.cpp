@@ -285,6 +285,10 @@ TEST_CASE("World::from_mesh_env reads the global rank from the launcher, and loc
   env["WORLD_SIZE"] = "12";
   CHECK(World::from_mesh_env(Mesh::parse("dp=4,tp=3"), lookup) == World(1, 4, 0, 1));
   CHECK(World::from_mesh(World(5, 8), Mesh::parse("dp=4,tp=2")) == World(2, 4, 0, 1));
+  // Over 2^20 ranks the node walk is skipped: locality unknown.
+  CHECK(World::from_mesh(World(5, 2097152, 1, 4), Mesh::parse("dp=524288,tp=4")) == World(1, 524288, 0, 1));
+  CHECK(World::from_mesh(World(5, 1048576, 1, 4), Mesh::parse("dp=262144,tp=4")) == World(1, 262144, 0, 1));
+  CHECK(World::from_mesh(World(5, 1048576, 5, 8), Mesh::parse("dp=262144,tp=4")) == World(1, 262144, 1, 2));
   env["WORLD_SIZE"] = "6";
   CHECK(mesh_error([&] { (void)World::from_mesh_env(Mesh::parse("dp=4,tp=2"), lookup); }) ==
         "World::from_mesh: mesh dp=4,tp=2 has 8 ranks but world_size is 6 (expected the product of the dims)");

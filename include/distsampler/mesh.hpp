@@ -86,8 +86,8 @@ class Mesh {
     for (const std::string_view entry : split(spec)) {
       const std::size_t eq = entry.find('=');
       if (eq == std::string_view::npos) {
-        detail::throw_config_error("Mesh::parse: mesh \"" + std::string(spec) + "\" has entry \"" +
-                                   std::string(entry) + "\" without a size (expected NAME=SIZE,...)");
+        detail::throw_config_error("Mesh::parse: mesh \"" + std::string(spec) + "\" has entry \"" + std::string(entry) +
+                                   "\" without a size (expected NAME=SIZE,...)");
       }
       const detail::DecimalParse size = detail::parse_decimal(entry.substr(eq + 1));
       if (size.error != detail::DecimalError::ok) {
@@ -316,7 +316,9 @@ inline World World::from_mesh(const World& process, const Mesh& mesh) {
   // node * L .. node * L + L - 1, as torchrun and SLURM's block distribution place them)
   // when, on every node, they are an aligned block of one common size; else unknown (0 of 1).
   const std::uint64_t l = process.local_world_size;
-  if (l > 1 && process.world_size % l == 0 && process.local_rank == process.rank % l) {
+  // Jobs of more than 2^20 ranks skip the O(world_size) walk: locality unknown.
+  if (l > 1 && process.world_size % l == 0 && process.local_rank == process.rank % l &&
+      process.world_size <= (std::uint64_t{1} << 20)) {
     std::uint64_t common = 0;
     bool aligned = true;
     for (std::uint64_t node = 0; node < process.world_size / l && aligned; ++node) {

@@ -97,9 +97,9 @@ struct World {
   /// rank, world_size the data world size. local_rank and local_world_size count the data
   /// ranks on this process's node (global ranks placed in blocks of local_world_size per
   /// node, as torchrun and SLURM place them) when they form aligned blocks of one size on
-  /// every node; otherwise, and for a process without locality, 0 of 1. Throws
-  /// config_error when the mesh's product is not process.world_size. O(world_size x dims)
-  /// when local_world_size > 1, else O(dims).
+  /// every node; otherwise, for a process without locality and for jobs over 2^20 ranks,
+  /// 0 of 1. Throws config_error when the mesh's product is not process.world_size.
+  /// O(world_size x dims) when local_world_size > 1, else O(dims).
   [[nodiscard]] static World from_mesh(const World& process, const Mesh& mesh);
   /// As above for global rank `global_rank` of `world_size` (locality unknown).
   [[nodiscard]] static World from_mesh(std::uint64_t global_rank, std::uint64_t world_size, const Mesh& mesh);
