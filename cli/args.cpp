@@ -64,41 +64,6 @@ const std::vector<FlagSpec>& flags() {
 constexpr std::string_view exit_status_text =
     "exit status: 0 ok, 1 a promise failed, 2 bad usage, input or configuration";
 
-// What the command refuses up front (see limits), for its help.
-std::string limits_text(std::string_view command) {
-  const std::string torch = fmt::format("with --shuffle torch, --size at most {}", limits::torch_size);
-  if (command == "indices") {
-    return fmt::format("limits: without --count, at most {} indices; {}.\n", limits::printed, torch);
-  }
-  if (command == "check") {
-    return fmt::format("limits: --size at most {}, --world at most {};\n{} and (--size + {}) x --world at most {}.\n",
-                       limits::checked_indices, limits::ranks, torch, limits::torch_rank_cost, limits::torch_work);
-  }
-  if (command == "shards") {
-    return fmt::format(
-        "limits: at most {} samples in all, {} shards, {} consumers (--world x --workers) and {} for --world x\n"
-        "shards; a --shard-sizes file at most {} bytes, {} bytes per line.\n",
-        limits::checked_indices, limits::shards, limits::ranks, limits::shard_work, limits::file_bytes,
-        limits::line_bytes);
-  }
-  if (command == "mix") {
-    return fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank).\n", limits::shards,
-                       limits::printed);
-  }
-  if (command == "batches") {
-    return fmt::format(
-        "limits: at most {} indices printed (see --steps, --rank); without --rank, --world at most {};\n"
-        "{}. Tail defaults to drop.\n",
-        limits::printed, limits::ranks, torch);
-  }
-  if (command == "mesh") return fmt::format("limits: --world at most {}.\n", limits::ranks);
-  if (command == "tokens") {
-    return fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
-                       limits::lengths, limits::file_bytes, limits::line_bytes);
-  }
-  return fmt::format("limits: {}. Tail defaults to drop.\n", torch);
-}
-
 bool is_help(std::string_view arg) { return arg == "--help" || arg == "-h"; }
 
 std::string join(const std::vector<std::string_view>& items, std::string_view separator, std::string_view last) {
@@ -235,71 +200,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 
 }  // namespace
 
-const std::vector<CommandSpec>& commands() {
-  static const std::vector<CommandSpec> table = {
-      {"indices",
-       "distsampler indices --size N --world W --rank R [--count K] [order flags]",
-       "print one rank's indices of an epoch",
-       "print rank R's indices of the epoch, one per line",
-       {"--size", "--world", "--rank"},
-       {"--count", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"check",
-       "distsampler check --size N --world W [--per-rank-seed] [order flags]",
-       "check that every rank's share is disjoint, covering and balanced",
-       "build every rank's sampler, print a per-rank table (count, padding, first indices, * = padding) and a\n"
-       "verdict; exit 1 when a promise (disjoint, covering, balanced) fails",
-       {"--size", "--world"},
-       {"--per-rank-seed", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"shards",
-       "distsampler shards --shard-sizes FILE|LIST --world W --workers K [--rank R] [flags]",
-       "print each (rank, worker)'s shard read plan and check the epoch",
-       "print each consumer's (rank, worker) read plan, the shard ranges shard[begin,end) it reads in order\n"
-       "(with --shard-schedule its shards in first-read order instead; of rank R only with --rank); then check\n"
-       "the whole epoch and print a verdict; exit 1 when a promise fails",
-       {"--shard-sizes", "--world", "--workers"},
-       {"--rank", "--seed", "--epoch", "--tail", "--preset", "--max-open-shards", "--run-length", "--window",
-        "--ranges", "--shard-schedule"}},
-      {"batches",
-       "distsampler batches --size N --world W --micro-batch B --accum K [--rank R] [flags]",
-       "print micro-batches per step, optionally resumed from a state",
-       "print each step's micro-batches of rank R (of every rank without --rank); --resume continues from a\n"
-       "state line printed by `state`, on any world size",
-       {"--size", "--world", "--micro-batch", "--accum"},
-       {"--rank", "--steps", "--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"state",
-       "distsampler state --size N --world W --micro-batch B --accum K --step S [flags]",
-       "print the resumable state after some steps",
-       "print the one-line state after S steps of every rank (resumable on any world size)",
-       {"--size", "--world", "--micro-batch", "--accum", "--step"},
-       {"--resume", "--seed", "--epoch", "--shuffle", "--tail", "--torch-generation"}},
-      {"tokens",
-       "distsampler tokens --lengths FILE|LIST --max-tokens T --world W [--accum K] [--window M] [--rank R] [flags]",
-       "print micro-batches under a token budget, equal per rank per step",
-       "print each step's micro-batches under the token budget, one line each: step S rank R: [indices]\n"
-       "tokens=real padded=count x longest ([] is an empty micro-batch), of rank R only with --rank; then a\n"
-       "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
-       {"--lengths", "--max-tokens", "--world"},
-       {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"}},
-      {"mix",
-       "distsampler mix --sources LIST --weights LIST --world W --micro-batch B --accum K [--rank R] [flags]",
-       "print a weighted mixture's micro-batches or order and its prefix error",
-       "print each step's micro-batches of rank R (of every rank without --rank) as source:index pairs, or with\n"
-       "--order the epoch's global order as `source index` lines; then the largest prefix error |count_i(k) - k w_i|\n"
-       "of each source over the positions printed. The epoch ends when the first source runs out.",
-       {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
-       {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--order"}},
-      {"mesh",
-       "distsampler mesh --world W --mesh NAME=SIZE,... [--data-dims NAME,...]",
-       "print each global rank's data rank and coordinates in a parallel mesh",
-       "print one line per global rank: `rank R: data D/DW` and its coordinates NAME=C, outermost first. The\n"
-       "mesh is row-major (the last dim varies fastest); the data rank is the row-major index over the data\n"
-       "dims. indices, check, batches, tokens and mix take --mesh too: a rank then reads what data rank D reads",
-       {"--world", "--mesh"},
-       {"--data-dims"}},
-  };
-  return table;
-}
-
 const CommandSpec* find_command(std::string_view name) {
   for (const auto& c : commands()) {
     if (c.name == name) return &c;
@@ -386,7 +286,7 @@ std::string command_help(const CommandSpec& command) {
   }
   out += fmt::format(
       "  {:<28} this help\n\n{}flags take their value as --name VALUE or --name=VALUE, each at most once.\n{}\n",
-      "--help, -h", limits_text(command.name), exit_status_text);
+      "--help, -h", command.limits, exit_status_text);
   return out;
 }
 

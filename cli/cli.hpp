@@ -53,7 +53,11 @@ struct FlagSpec {
   std::string_view help;
 };
 
-/// One command: the flags it takes (every other flag is rejected) and the ones it requires.
+struct Invocation;
+
+/// One command: the flags it takes (every other flag is rejected) and the ones it requires, what it
+/// refuses up front (see limits; a line for its help) and the function that runs it (returns the exit
+/// status: 0 ok, 1 a promise failed; throws UsageError). Each family's file (cli/<family>.cpp) makes its own.
 struct CommandSpec {
   std::string_view name;
   std::string_view synopsis;
@@ -61,8 +65,11 @@ struct CommandSpec {
   std::string_view summary;
   std::vector<std::string_view> required;
   std::vector<std::string_view> optional;
+  std::string limits;
+  int (*run)(const Invocation&) = nullptr;
 };
 
+/// Every command, family by family: the registration table in commands.cpp.
 [[nodiscard]] const std::vector<CommandSpec>& commands();
 /// The command or flag of that name; null when there is none.
 [[nodiscard]] const CommandSpec* find_command(std::string_view name);
@@ -129,7 +136,8 @@ struct Invocation {
   return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
 }
 
-/// Runs the parsed command; returns the exit status (0 ok, 1 a promise failed). Throws UsageError.
+/// Runs the parsed command through its CommandSpec::run; returns the exit status (0 ok, 1 a promise
+/// failed). Throws UsageError.
 int run_command(const Invocation& invocation);
 
 /// mesh.cpp: whether `command` takes --mesh and --data-dims (its --world and --rank then global).
@@ -143,6 +151,9 @@ int run_mesh(const Invocation& invocation);
 /// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
 /// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
 int run_index(const std::vector<std::string_view>& args);
+
+/// "with --shuffle torch, --size at most N": the limit every command of the torch engine shares.
+[[nodiscard]] std::string torch_limit_text();
 
 }  // namespace cli
 

@@ -66,6 +66,7 @@ Mesh mesh_of(const Invocation& invocation) {
 }
 
 Invocation with_data_world(const Invocation& invocation) {
+  if (!takes_mesh_flags(invocation.command->name)) return invocation;
   if (!invocation.has("--mesh") && !invocation.has("--data-dims")) return invocation;
   const Mesh mesh = mesh_of(invocation);
   const std::uint64_t world = invocation.required_number("--world");
@@ -107,6 +108,19 @@ int run_mesh(const Invocation& invocation) {
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
   return 0;
+}
+
+std::vector<CommandSpec> mesh_commands() {
+  return {{"mesh",
+           "distsampler mesh --world W --mesh NAME=SIZE,... [--data-dims NAME,...]",
+           "print each global rank's data rank and coordinates in a parallel mesh",
+           "print one line per global rank: `rank R: data D/DW` and its coordinates NAME=C, outermost first. The\n"
+           "mesh is row-major (the last dim varies fastest); the data rank is the row-major index over the data\n"
+           "dims. indices, check, batches, tokens and mix take --mesh too: a rank then reads what data rank D reads",
+           {"--world", "--mesh"},
+           {"--data-dims"},
+           fmt::format("limits: --world at most {}.\n", limits::ranks),
+           run_mesh}};
 }
 
 }  // namespace cli

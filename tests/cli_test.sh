@@ -127,7 +127,7 @@ sizes_file="$tmp/sizes.txt"
 printf '10\n1000000\n0\n7\n' >"$sizes_file"
 expect 0 '^ok: N=1000017 W=6 tail=drop' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 --tail drop \
     --epoch 2
-expect 0 'at most 2 shards open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 \
+expect 0 'at most 2 shard runs open per consumer' -- shards --shard-sizes "$sizes_file" --world 3 --workers 2 \
     --max-open-shards 2
 # Blank lines, spaces and CRLF line ends are accepted; a last line without a newline too.
 printf ' 10 \r\n\r\n\t20\r\n30' >"$tmp/crlf.txt"
@@ -147,7 +147,7 @@ got="$("$cli" shards --shard-sizes 100,0,5,1000,37 --world 2 --workers 2 --rank 
 [[ "$got" == "286" ]] && passed=$((passed + 1)) || fail "--shard-schedule's records add up to $got, not 286"
 # --preset sequential: one shard open, and every consumer's ranges of a shard follow each other in increasing
 # offsets (tail drop: no padding duplicate); flags given with it override its values; mixed is the default.
-expect 0 'at most 1 shards open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
+expect 0 'at most 1 shard runs open per consumer' -- shards --shard-sizes 3000,0,5,2500,700 --world 2 --workers 2 \
     --preset sequential
 got="$("$cli" shards --shard-sizes 3000,0,5,2500,700,64 --world 3 --workers 2 --preset sequential --run-length 50 \
   --tail drop --ranges 1000 | grep '^rank ' | awk '{

@@ -295,19 +295,31 @@ TEST_CASE("Resumed segments count what was consumed before them exactly once", "
 }
 
 TEST_CASE("Guard records name every library sampler family, the token sampler's included", "[overlap]") {
-  CHECK(ds::guard_family_code(ds::DistributedSampler<>(10, ds::World(0, 1)).key().sampler) == 1);
-  CHECK(ds::guard_family_code("batch") == 2);
-  CHECK(ds::guard_family_code("shard") == 3);
-  CHECK(ds::guard_family_code(ds::TokenBatchSampler::family) == 4);
-  CHECK(ds::guard_family_code("mixture") == 0);
+  // Each family's word is its name, 5 bits a character (a = 1 ... z = 26), first character highest.
+  CHECK(ds::guard_family_code("batch") ==
+        (std::uint64_t{2} << 55 | std::uint64_t{1} << 50 | std::uint64_t{20} << 45 | std::uint64_t{3} << 40 |
+         std::uint64_t{8} << 35));
+  const std::vector<std::string> families = {std::string(ds::DistributedSampler<>(10, ds::World(0, 1)).key().sampler),
+                                             "batch",
+                                             std::string(shards(ds::World(0, 1), 1, ds::Tail::pad).key().sampler),
+                                             std::string(ds::TokenBatchSampler::family),
+                                             "mixture",
+                                             "weighted"};
+  CHECK(families[0] == "distributed");
+  CHECK(families[2] == "shard");
+  std::vector<std::uint64_t> codes;
+  for (const std::string& f : families) {
+    const std::uint64_t code = ds::guard_family_code(f);
+    CHECK(code != 0);
+    CHECK(ds::guard_family_name(code) == f);
+    for (const std::uint64_t other : codes) CHECK(other != code);
+    codes.push_back(code);
+  }
   CHECK(ds::guard_family_code("") == 0);
-  CHECK(ds::guard_family_name(1) == "distributed");
-  CHECK(ds::guard_family_name(2) == "batch");
-  CHECK(ds::guard_family_name(3) == "shard");
-  CHECK(ds::guard_family_name(4) == "tokens");
   CHECK(ds::guard_family_name(0) == "custom 0");
-  CHECK(ds::guard_family_name(9) == "custom 9");
+  CHECK(ds::guard_family_name(9) == "custom 9");  // a number set by hand, not a packed name
 }
+
 
 namespace {
 

@@ -27,11 +27,26 @@ class state_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Keeps a function out of line where the compiler supports it (GCC, Clang, MSVC); empty
+/// elsewhere. For the throw helpers, whose callers' hot paths stay small.
+#if defined(__GNUC__) || defined(__clang__)
+#define DISTSAMPLER_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define DISTSAMPLER_NOINLINE __declspec(noinline)
+#else
+#define DISTSAMPLER_NOINLINE
+#endif
+
 namespace detail {
 
-// Out-of-line, never-inlined throw helpers keep the callers' hot paths small.
-[[noreturn]] inline void throw_config_error(const std::string& message) { throw config_error(message); }
-[[noreturn]] inline void throw_state_error(const std::string& message) { throw state_error(message); }
+// Out-of-line throw helpers ([[noreturn]], never inlined where DISTSAMPLER_NOINLINE works)
+// keep the callers' hot paths small.
+[[noreturn]] DISTSAMPLER_NOINLINE inline void throw_config_error(const std::string& message) {
+  throw config_error(message);
+}
+[[noreturn]] DISTSAMPLER_NOINLINE inline void throw_state_error(const std::string& message) {
+  throw state_error(message);
+}
 
 /// The one phrasing of a value outside [0, bound): "<who>: <name> <value> is out of range
 /// for <bound_name> <bound> (expected 0..<bound - 1>)", or "(expected none: <bound_name> is
@@ -53,8 +68,9 @@ namespace detail {
 }
 
 /// Throws config_error with out_of_range_message(...).
-[[noreturn]] inline void throw_out_of_range(std::string_view who, std::string_view name, std::uint64_t value,
-                                            std::string_view bound_name, std::uint64_t bound) {
+[[noreturn]] DISTSAMPLER_NOINLINE inline void throw_out_of_range(std::string_view who, std::string_view name,
+                                                                 std::uint64_t value, std::string_view bound_name,
+                                                                 std::uint64_t bound) {
   throw_config_error(out_of_range_message(who, name, value, bound_name, bound));
 }
 

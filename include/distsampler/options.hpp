@@ -118,8 +118,8 @@ struct OrderOptions {
   constexpr Derived& self() noexcept { return static_cast<Derived&>(*this); }
 };
 
-/// The batch shape of the samplers that read micro-batches (DistributedBatchSampler,
-/// MixtureSampler): `micro_batch_size` m (required: the sampler throws config_error while
+/// The batch shape of the samplers that read micro-batches (the batch and mixture
+/// families): `micro_batch_size` m (required: the sampler throws config_error while
 /// it is 0), and the global batch G = m x world_size x accumulation_steps given either by
 /// `accumulation_steps` (default 1) or by `global_batch_size` (0 = not set), which the
 /// sampler resolves against its world (resolve_batch_shape in batch_layout.hpp). Setters
@@ -155,7 +155,7 @@ struct BatchShapeOptions {
   constexpr Derived& self() noexcept { return static_cast<Derived&>(*this); }
 };
 
-/// DistributedSampler's options, the same on every rank (unlike World). Set them by name:
+/// The index sampler's options (the distributed family's), the same on every rank (unlike World). Set them by name:
 ///
 ///     SamplerOptions().with_seed(42).with_tail(Tail::drop)
 ///
@@ -172,7 +172,7 @@ struct SamplerOptions : OrderOptions<SamplerOptions> {
   friend constexpr bool operator!=(const SamplerOptions& a, const SamplerOptions& b) noexcept { return !(a == b); }
 };
 
-/// DistributedBatchSampler's options, set by name like SamplerOptions:
+/// The micro-batch sampler's options (the batch family's), set by name like SamplerOptions:
 ///
 ///     BatchSamplerOptions().with_micro_batch_size(8).with_accumulation_steps(2).with_seed(42)
 ///     BatchSamplerOptions().with_micro_batch_size(8).with_global_batch_size(512)

@@ -11,14 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "batch_sampler.hpp"
 #include "detail/mix.hpp"
-#include "distributed_sampler.hpp"
 #include "error.hpp"
-#include "options.hpp"
-#include "state.hpp"
-#include "shards/streaming_shard_sampler.hpp"
-#include "tokens/token_batch_sampler.hpp"
 #include "version.hpp"
 #include "world.hpp"
 
@@ -179,27 +173,83 @@ using OverlapWords = std::array<std::uint64_t, overlap_word_count>;
   return overlap_verdict(total, dataset_size, w);
 }
 
+/// The word a guard record carries for a sampler family name (StateKey::sampler): no
+/// table, so a new family registers nowhere. A name of 1 to 12 characters from a-z, '_',
+/// '-', '.', ' ' and '/' (every library family: "distributed", "batch", "shard",
+/// "tokens", "mixture", "weighted") is packed into the word 5 bits per character, first
+/// character highest, so guard_family_name gives it back; any other non-empty name is a
+/// 64-bit hash of it with the top bit set; the empty name is 0. Equal names give equal
+/// words; distinct packable names give distinct words. O(length), constexpr.
+[[nodiscard]] constexpr std::uint64_t guard_family_code(std::string_view family) noexcept {
+  constexpr std::string_view alphabet = "abcdefghijklmnopqrstuvwxyz_-. /";
+  if (family.empty()) return 0;
+  std::uint64_t packed = 0;
+  bool fits = family.size() <= 12;
+  for (std::size_t i = 0; fits && i < family.size(); ++i) {
+    const std::size_t c = alphabet.find(family[i]);
+    fits = c != std::string_view::npos;
+    if (fits) packed |= static_cast<std::uint64_t>(c + 1) << (55 - 5 * i);
+  }
+  if (fits) return packed;
+  std::uint64_t h = 0xcbf29ce484222325u;  // FNV-1a, then mixed
+  for (const char c : family) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3u;
+  return detail::mix64(h) | (std::uint64_t{1} << 63);
+}
+
+/// The family name of a guard record's word: the inverse of guard_family_code for a
+/// packed name, and "custom N" for any other word (a hashed name, 0, or a number set by
+/// hand in a GuardKey). O(1).
+[[nodiscard]] inline std::string guard_family_name(std::uint64_t code) {
+  constexpr std::string_view alphabet = "abcdefghijklmnopqrstuvwxyz_-. /";
+  std::string name;
+  bool ended = false, valid = code >> 60 == 0;
+  for (unsigned i = 0; valid && i < 12; ++i) {
+    const auto c = static_cast<std::size_t>((code >> (55 - 5 * i)) & 31u);
+    if (c == 0) {
+      ended = true;
+    } else if (ended) {
+      valid = false;  // a character after the end: not a packed name
+    } else {
+      name += alphabet[c - 1];
+    }
+  }
+  if (valid && !name.empty()) return name;
+  return "custom " + std::to_string(code);
+}
+
+/// What ranks must agree on about a sampler beyond its key() (family, dataset size, seed,
+/// shuffle, tail, engine): the shape of each rank's reads, compared field by field by the
+/// guards. A family whose reads have such a shape declares
+/// `GuardShape guard_shape(const ItsSampler&)` beside its sampler, in the sampler's
+/// namespace, found by argument-dependent lookup (as fmt finds a formatter); without one,
+/// guard_shape_of gives zeros and the key's layout.
+struct GuardShape {
+  std::uint64_t micro_batch_size = 0;    ///< samples per micro-batch (0: not batched by count)
+  std::uint64_t accumulation_steps = 0;  ///< micro-batches per rank per step (0: no steps)
+  std::uint64_t num_workers = 0;         ///< loader workers per rank that read streams of their own (0: none)
+  std::uint64_t layout = 0;              ///< hash of whatever else defines the reads (default: key().layout)
+};
+
 namespace detail {
 
-// The sampler families a guard record names by number (index = code; 0: none of them).
-inline constexpr std::string_view guard_families[] = {"", "distributed", "batch", "shard", "tokens"};
+template <class Sampler>
+auto guard_shape_of(const Sampler& s, int) -> decltype(guard_shape(s)) {
+  return guard_shape(s);
+}
+template <class Sampler>
+GuardShape guard_shape_of(const Sampler& s, long) {
+  GuardShape shape;
+  shape.layout = s.key().layout;
+  return shape;
+}
 
 }  // namespace detail
 
-/// The number a guard record carries for a sampler family name (the samplers' `family`
-/// constants: "distributed" 1, "batch" 2, "shard" 3, "tokens" 4); 0 for any other. O(1).
-[[nodiscard]] constexpr std::uint64_t guard_family_code(std::string_view family) noexcept {
-  for (std::uint64_t i = 1; i < std::size(detail::guard_families); ++i) {
-    if (detail::guard_families[i] == family) return i;
-  }
-  return 0;
-}
-
-/// The family name of a guard record's number: the inverse of guard_family_code, and
-/// "custom N" for a number no library sampler uses.
-[[nodiscard]] inline std::string guard_family_name(std::uint64_t code) {
-  if (code != 0 && code < std::size(detail::guard_families)) return std::string(detail::guard_families[code]);
-  return "custom " + std::to_string(code);
+/// The GuardShape of `sampler`: its family's guard_shape, or zeros and key().layout when
+/// the family declares none. O(what guard_shape costs).
+template <class Sampler>
+[[nodiscard]] GuardShape guard_shape_of(const Sampler& sampler) {
+  return detail::guard_shape_of(sampler, 0);
 }
 
 namespace detail {
@@ -225,111 +275,12 @@ void skip_outside(ReadSums& sums, std::uint64_t n, std::uint64_t start, std::uin
 
 }  // namespace detail
 
-/// What `process` (this process's true rank and world size) contributes for the current
-/// epoch or resumed segment of a DistributedSampler: every slot it reads (padding
-/// flagged), and its share of the positions the segment leaves unread (consumed before
-/// start(), and the remainder Tail::drop leaves). Summed over all ranks with
-/// overlap_words, the verdict covers all N samples. O(size() + N / W); deterministic.
-template <class P>
-[[nodiscard]] ReadSums segment_sums(const DistributedSampler<P>& s, const World& process) {
-  ReadSums sums;
-  for (std::uint64_t i = 0; i < s.size(); ++i) {
-    if (s.partition().is_padding(i)) {
-      sums.padding();
-    } else {
-      sums.read(s.get(i));
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
-  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % s.world_size() : remaining;
-  detail::skip_outside(sums, n, start, covered, process, [&](std::uint64_t p) { return s.index_at_position(p); });
-  return sums;
-}
-
-/// As above for a DistributedBatchSampler: every micro-batch of every step this rank
-/// reads, and its share of the positions before start() and past the last full global
-/// batch under Tail::drop. O(num_steps x G / W + N / W); deterministic.
-template <class P>
-[[nodiscard]] ReadSums segment_sums(const DistributedBatchSampler<P>& s, const World& process) {
-  ReadSums sums;
-  const BatchLayout& layout = s.layout();
-  const std::uint64_t r = s.rank();
-  for (std::uint64_t step = 0; step < layout.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < layout.accumulation_steps(); ++k) {
-      for (std::uint64_t e = 0; e < layout.length(step, k, r); ++e) {
-        if (layout.is_padding(step, k, r, e)) {
-          sums.padding();
-        } else {
-          sums.read(s.index_at_position(layout.position(step, k, r, e)));
-        }
-      }
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), remaining = n - start;
-  const std::uint64_t g = s.global_batch_size();
-  const std::uint64_t covered = s.options().tail == Tail::drop ? remaining - remaining % g : remaining;
-  detail::skip_outside(sums, n, start, covered, process, [&](std::uint64_t p) { return s.index_at_position(p); });
-  return sums;
-}
-
-/// As above for a StreamingShardSampler: every worker stream of this rank (padding
-/// flagged), and its share of the positions outside remaining_ranges() (consumed before
-/// the segment) and of the segment's last positions Tail::drop leaves (remaining mod
-/// consumers()). O(size() + N / W); deterministic.
-[[nodiscard]] inline ReadSums segment_sums(const StreamingShardSampler& s, const World& process) {
-  ReadSums sums;
-  for (std::uint64_t w = 0; w < s.num_workers(); ++w) {
-    s.for_each(w, [&](const ShardSample& x) {
-      if (x.is_padding) {
-        sums.padding();
-      } else {
-        sums.read(x.index);
-      }
-    });
-  }
-  const auto ranges = s.remaining_ranges();
-  auto skip = [&](std::uint64_t p) { sums.skip(s.at_global(p).index); };
-  std::uint64_t p = 0, remaining = 0;
-  for (const PositionRange& r : ranges) {
-    detail::each_skipped_by(p, r.begin, process, skip);
-    p = r.end;
-    remaining += r.size();
-  }
-  detail::each_skipped_by(p, s.dataset_size(), process, skip);
-  if (s.options().tail == Tail::drop) {
-    std::uint64_t dropped = remaining % s.consumers();  // the segment's last positions
-    for (auto r = ranges.rbegin(); r != ranges.rend() && dropped != 0; ++r) {
-      const std::uint64_t take = r->size() < dropped ? r->size() : dropped;
-      detail::each_skipped_by(r->end - take, r->end, process, skip);
-      dropped -= take;
-    }
-  }
-  return sums;
-}
-
-/// As above for a TokenBatchSampler: every sample of this rank's micro-batches in every
-/// step (empty micro-batches read nothing), and its share (every W-th, by rank) of the
-/// samples the segment leaves unread: skipped under Oversize::skip, and consumed before
-/// start(). O(N log M) (every window is planned); deterministic.
-[[nodiscard]] inline ReadSums segment_sums(const TokenBatchSampler& s, const World& process) {
-  ReadSums sums;
-  const std::uint64_t w = process.world_size, mine = process.rank;
-  std::uint64_t unread = 0;
-  auto skip = [&](std::uint64_t index) {
-    if (unread++ % w == mine) sums.skip(index);
-  };
-  s.for_each_window([&](const TokenWindow& window) {
-    for (std::uint64_t step = window.first_step(); step < window.end_step(); ++step) {
-      for (std::uint64_t k = 0; k < s.accumulation_steps(); ++k) {
-        for (const std::uint64_t index : window.micro_batch(step, k, s.rank()).indices) sums.read(index);
-      }
-    }
-    const WindowPlan& plan = window.plan();
-    for (std::uint64_t i = plan.planned; i < plan.samples.size(); ++i) skip(window.index_of(i));
-  });
-  s.for_each_consumed(skip);
-  return sums;
-}
+// Each sampler family declares beside itself (found by argument-dependent lookup):
+//   ReadSums segment_sums(const Sampler& s, const World& process);
+// what `process` contributes for s's current epoch or resumed segment: every slot it reads
+// (padding flagged) and its share of the positions the segment leaves unread (each such
+// index fed by exactly one rank, e.g. with detail::skip_outside), so the ranks' sums cover
+// all N. The guards (mpi.hpp, torch_guard.hpp) call it for any sampler.
 
 DISTSAMPLER_NAMESPACE_END
 

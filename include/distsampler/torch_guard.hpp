@@ -24,7 +24,9 @@ namespace torch_guard {
 
 /// What every rank must agree on, and who it claims to be: the sampler's key (family,
 /// dataset size, seed, epoch, options, the segment a resume left) and its World. Filled
-/// by check_epoch for the library's samplers; fill it yourself for check_reads.
+/// by check_epoch for any guarded sampler; fill it yourself for check_reads. The
+/// "sampler" field is guard_family_code of the family name (StateKey::sampler), so
+/// mismatch messages name each rank's family.
 struct GuardKey {
   static constexpr std::size_t field_count = 13;
   /// Field names, in the order they are compared (the first difference is reported).
@@ -33,6 +35,9 @@ struct GuardKey {
       "micro_batch_size", "accumulation_steps", "num_workers", "layout", "world_size"};
   std::uint64_t fields[field_count] = {};
   std::uint64_t rank = 0;  ///< the rank the sampler was built for; must be the process's own
+  /// The family name messages show for the "sampler" field (its first 32 bytes travel in
+  /// the record); empty: guard_family_name(fields[0]).
+  std::string family;
 };
 
 /// The sums a rank feeds (distsampler::ReadSums) and the verdict (distsampler::GuardReport)
@@ -44,12 +49,11 @@ namespace detail {
 
 using distsampler::detail::throw_config_error;
 
-inline std::uint64_t family(std::string_view sampler) noexcept { return guard_family_code(sampler); }
-
-inline std::string show(std::size_t field, std::uint64_t v) {
+// Field `field` of a record for a message; `family` is the name the record carries.
+inline std::string show(std::size_t field, std::uint64_t v, const std::string& family) {
   switch (field) {
     case 0:
-      return guard_family_name(v);
+      return family.empty() ? guard_family_name(v) : family;
     case 4:
       return v != 0 ? "true" : "false";
     case 5:
@@ -72,10 +76,23 @@ inline std::uint64_t get(const std::vector<std::uint8_t>& in, std::size_t at) {
   return v;
 }
 
-// One rank's record: magic, the key, the claimed rank, the sums, and the hashes of its
-// 1/W block of [0, N) (the expected sums, computed in parallel).
-constexpr std::uint64_t record_magic = 0x6473677561726431u;  // "dsguard1"
-constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_word_count;
+// One rank's record: magic, the key, the claimed rank, the sums, the hashes of its 1/W
+// block of [0, N) (the expected sums, computed in parallel), and the family name (its
+// first name_bytes bytes, zero-padded; compared through the key's "sampler" word).
+constexpr std::uint64_t record_magic = 0x6473677561726432u;  // "dsguard2"
+constexpr std::size_t name_bytes = 32;
+constexpr std::size_t name_at = (1 + GuardKey::field_count + 1 + overlap_word_count) * 8;
+constexpr std::size_t record_words = 1 + GuardKey::field_count + 1 + overlap_word_count + name_bytes / 8;
+
+inline void put_name(std::vector<std::uint8_t>& out, const std::string& name) {
+  for (std::size_t i = 0; i < name_bytes; ++i) out.push_back(i < name.size() ? static_cast<std::uint8_t>(name[i]) : 0);
+}
+
+inline std::string get_name(const std::vector<std::uint8_t>& in) {
+  std::string name;
+  for (std::size_t i = name_at; i < name_at + name_bytes && in[i] != 0; ++i) name += static_cast<char>(in[i]);
+  return name;
+}
 
 [[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
                                       const std::exception& e) {
@@ -128,65 +145,31 @@ inline std::vector<std::vector<std::uint8_t>> exchange(c10d::Store& store, const
   return records;
 }
 
-template <class P>
-GuardKey key_of(const DistributedSampler<P>& s) {
-  const StateKey k = s.key();
-  return GuardKey{{family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
-                   static_cast<std::uint64_t>(k.tail), k.fingerprint(), s.start(), 0, 0, 0, 0, s.world_size()},
-                  s.rank()};
-}
-
-template <class P>
-GuardKey key_of(const DistributedBatchSampler<P>& s) {
-  const StateKey k = s.key();
-  return GuardKey{
-      {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
-       k.fingerprint(), s.start(), s.micro_batch_size(), s.accumulation_steps(), 0, 0, s.world_size()},
-      s.rank()};
-}
-
-inline GuardKey key_of(const StreamingShardSampler& s) {
-  // The shard sizes (the catalog's layout hash, as in saved states) and what the resumed
-  // state had consumed, as it recorded it (O(state entries), not one range per hole).
-  using distsampler::detail::hash_field;
-  std::uint64_t layout = s.catalog().layout_hash();
-  for (const PositionRange& r : s.consumed_before().ranges) layout = hash_field(hash_field(layout, r.begin), r.end);
-  for (const StridedRange& r : s.consumed_before().strided) {
-    layout = hash_field(hash_field(hash_field(hash_field(layout, r.begin), r.length), r.stride), r.count);
-  }
-  const ShardSamplerOptions& o = s.options();
-  return GuardKey{{family("shard"), s.dataset_size(), o.seed, s.epoch(), o.shuffle ? 1u : 0u,
-                   static_cast<std::uint64_t>(o.tail), distsampler::detail::hash_field(0, s.engine_name()), s.start(),
-                   0, 0, s.num_workers(), distsampler::detail::mix64(layout), s.world().world_size},
-                  s.world().rank};
-}
-
-inline GuardKey key_of(const TokenBatchSampler& s) {
-  // The lengths and budget options are the layout field (their hash), the accumulation a
-  // field of its own; the engine field is the key's fingerprint without the layout.
-  const StateKey k = s.key();
-  StateKey engine = k;
-  engine.layout = 0;
-  return GuardKey{
-      {family(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u, static_cast<std::uint64_t>(k.tail),
-       engine.fingerprint(), s.start(), 0, s.accumulation_steps(), 0, s.layout_hash(), s.world_size()},
-      s.rank()};
-}
-
-// The library sampler a libtorch adapter reads (a snapshot of its pass), or the sampler itself.
+// The guard's fields of any sampler: its key() (the family named by guard_family_code;
+// the engine field the key's fingerprint without its layout), its position, its family's
+// GuardShape (guard_shape_of: micro-batch size, accumulation, workers, layout) and its World.
 template <class Sampler>
-const Sampler& core_of(const Sampler& s) noexcept {
+GuardKey key_of(const Sampler& s) {
+  const StateKey k = s.key();
+  StateKey order = k;
+  order.layout = 0;
+  const GuardShape shape = guard_shape_of(s);
+  return GuardKey{{guard_family_code(k.sampler), s.dataset_size(), k.seed, s.epoch(), k.shuffle ? 1u : 0u,
+                   static_cast<std::uint64_t>(k.tail), order.fingerprint(), s.start(), shape.micro_batch_size,
+                   shape.accumulation_steps, shape.num_workers, shape.layout, s.world_size()},
+                  s.rank(),
+                  std::string(k.sampler)};
+}
+
+// The library sampler a libtorch adapter reads (its core(), a snapshot of its pass), or the sampler itself.
+template <class Sampler>
+auto core_of(const Sampler& s, int) -> decltype(s.core()) {
+  return s.core();
+}
+template <class Sampler>
+const Sampler& core_of(const Sampler& s, long) noexcept {
   return s;
 }
-template <class P>
-DistributedSampler<P> core_of(const TorchSampler<P>& s) {
-  return s.sampler();
-}
-template <class P>
-DistributedBatchSampler<P> core_of(const TorchBatchSampler<P>& s) {
-  return s.batches();
-}
-inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.sampler(); }
 
 }  // namespace detail
 
@@ -195,7 +178,7 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
 /// reads (and skips) in one epoch; returns the verdict, the same on every rank.
 ///
 /// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
-/// one record (24 words) under a key namespaced by the call number
+/// one record (28 words) under a key namespaced by the call number
 /// (`distsampler/guard/<n>/<rank>`), waits for all world_size records, reads them and
 /// compares: communication is O(world_size) words per rank, independent of the dataset.
 /// The last rank to finish deletes the call's keys; rank 0 returns only after every rank
@@ -218,6 +201,7 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
   for (const std::uint64_t f : key.fields) detail::put(mine, f);
   detail::put(mine, key.rank);
   for (const std::uint64_t word : overlap_words(sums, n, process)) detail::put(mine, word);
+  detail::put_name(mine, key.family);
   std::string ns;
   const std::vector<std::vector<std::uint8_t>> records = detail::exchange(store, process, who, mine, ns);
 
@@ -235,7 +219,8 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
       const std::uint64_t theirs = detail::get(rec, 1 + f), rank0 = detail::get(first, 1 + f);
       if (theirs != rank0) {
         detail::throw_config_error(std::string(who) + ": rank " + std::to_string(q) + " has " + GuardKey::names[f] +
-                                   " " + detail::show(f, theirs) + ", rank 0 has " + detail::show(f, rank0) +
+                                   " " + detail::show(f, theirs, detail::get_name(rec)) + ", rank 0 has " +
+                                   detail::show(f, rank0, detail::get_name(first)) +
                                    " (expected the same on every rank)");
       }
     }
@@ -256,11 +241,12 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
 /// rank agrees on the key (sampler family, dataset size, seed, epoch, shuffle, tail,
 /// engine, resumed position, batch layout or shard layout, world size), each sampler is
 /// built for its process's own rank, and the shares are disjoint and covering (padding
-/// and what the tail drops excepted). `sampler` is a DistributedSampler,
-/// DistributedBatchSampler, StreamingShardSampler, TokenBatchSampler (empty micro-batches
-/// read nothing; samples skipped under Oversize::skip count as skipped) or one of the
-/// libtorch adapters (the pass it reads, or the next one when set_epoch or resume is
-/// pending). See check_reads
+/// and what the tail drops excepted). `sampler` is any sampler with the guard's
+/// customisation points, which every guarded family declares beside its sampler: a
+/// `key()` member, `segment_sums(sampler, process)` and, when its ranks must agree on more
+/// than the key, `guard_shape(sampler)` (overlap_check.hpp), found by argument-dependent
+/// lookup; or a libtorch adapter, through its `core()` (the pass it reads, or the next one
+/// when set_epoch or resume is pending). No family is named here. See check_reads
 /// for the communication, the verdict and what throws.
 ///
 ///     auto store = distsampler::torch_guard::store_from_env();   // once per job
@@ -268,7 +254,7 @@ inline StreamingShardSampler core_of(const TorchShardSampler& s) { return s.samp
 ///     if (!report.ok) throw std::runtime_error(report.message);
 template <class Sampler>
 [[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process) {
-  decltype(auto) core = detail::core_of(sampler);
+  decltype(auto) core = detail::core_of(sampler, 0);
   return check_reads(store, process, detail::key_of(core), segment_sums(core, process));
 }
 
@@ -300,7 +286,7 @@ template <class Sampler>
                                " ranks but world_size is " + std::to_string(process.world_size) +
                                " (expected the product of the dims)");
   }
-  decltype(auto) core = detail::core_of(sampler);
+  decltype(auto) core = detail::core_of(sampler, 0);
   std::vector<std::uint8_t> mine;
   for (const std::uint64_t word : mesh_record_of(core)) detail::put(mine, word);
   std::string ns;

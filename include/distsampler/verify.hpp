@@ -189,10 +189,10 @@ class PartitionChecker {
 }
 
 /// Builds one sampler per rank with `make(World{rank, world_size})` and checks them
-/// together. A sampler needs `size()`, `operator[](i)` and `is_padding(i)`, as
-/// DistributedSampler has:
+/// together. A sampler needs `size()`, `operator[](i)` and `is_padding(i)`, as the index
+/// sampler (distributed family) has:
 ///     auto report = distsampler::check_samplers(n, 8, distsampler::Tail::pad, [&](distsampler::World w) {
-///       distsampler::DistributedSampler<> s(n, w, options);
+///       Sampler s(n, w, options);  // the distributed family's
 ///       s.set_epoch(3);
 ///       return s;
 ///     });
@@ -207,13 +207,14 @@ template <class MakeSampler>
   return checker.finish();
 }
 
-/// Builds one StreamingShardSampler (or any sampler with its consumer interface) per
+/// Builds one sampler with a consumer interface (num_workers(), consumers(), consumer(w),
+/// for_each(w, f) over samples with `index` and `is_padding`, as the shard family's) per
 /// rank with `make(World{rank, world_size})` and checks every consumer (rank x worker) of
 /// its segment together. The report's "ranks" are the consumers, numbered
 /// worker * world_size + rank, so "balanced" means every worker stream of every rank has
 /// the same count (Tail::uneven: within one), which is what keeps batch counts equal:
 ///     auto report = distsampler::check_shard_samplers(4, [&](distsampler::World w) {
-///       distsampler::StreamingShardSampler s(shard_sizes, w, options.with_num_workers(2));
+///       Sampler s(shard_sizes, w, options.with_num_workers(2));  // the shard family's
 ///       s.set_epoch(3);
 ///       return s;
 ///     });

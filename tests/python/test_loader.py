@@ -1,7 +1,6 @@
 # Tests of distsampler.torch.DataLoader: checkpoints of what the loop received, through real DataLoader workers.
 # SPDX-License-Identifier: MIT
 import collections
-import pathlib
 import re
 
 import pytest
@@ -280,20 +279,6 @@ def test_isinstance_and_torch_arguments_keep_working():
     assert isinstance(dl, torch.utils.data.DataLoader)
     assert (dl.num_workers, dl.prefetch_factor, dl.persistent_workers, dl.drop_last) == (2, 3, True, True)
     assert len(dl) == 15 and all(len(b) == 4 for b in dl)  # 60 samples of this rank, the partial batch dropped
-
-
-def test_readme_sampler_and_checkpoint_examples_run_as_written(monkeypatch):
-    text = open(pathlib.Path(__file__).resolve().parents[2] / "README.md", encoding="utf-8").read()
-    at = text.index("**Drop-in sampler.**")
-    blocks = re.findall(r"```python\n(.*?)```", text[at:text.index("**Micro-batches.**", at)], re.S)
-    assert len(blocks) == 2 and "loader.state_dict()" in blocks[1]
-    monkeypatch.setenv("RANK", "1")
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    scope = {"dataset": list(range(100)), "epochs": 2, "model": torch.nn.Linear(1, 1)}
-    exec(compile(blocks[0], "README.md", "exec"), scope)
-    assert isinstance(scope["loader"], DataLoader) and scope["loader"].num_workers == 4
-    exec(compile(blocks[1], "README.md", "exec"), scope)
-    assert scope["ckpt"]["loader"]["epoch"] == 1 and scope["ckpt"]["loader"]["batches"] == 2  # 50 samples of 32
 
 
 def test_padding_mask_after_a_resume_marks_the_slots_of_the_resumed_pass():

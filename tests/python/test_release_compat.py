@@ -126,7 +126,10 @@ def test_an_unpickled_sampler_checkpoints_as_a_fresh_one(name):
     next(it)
     next(it)
     resumed = FRESH[name](1)
-    resumed.load_state_dict(old.state_dict())
+    # Iterated by hand, the loop received the 2 items it took: said explicitly (a bare state_dict()
+    # mid-epoch raises, since a DataLoader with workers would have prefetched).
+    received = {"samples": 2} if name.startswith(("distributed", "weighted")) else {"batches": 2}
+    resumed.load_state_dict(old.state_dict(**received))
     assert_rest(name, list(resumed), epoch_of(FRESH[name](1), EPOCH + 1)[2:], 1, EPOCH + 1)
 
 

@@ -12,6 +12,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -205,6 +206,108 @@ CATCH_TEST_CASE("The guard names the rank and the field that differ, on every ra
       *store);
   for (const auto& o : epoch) {
     CATCH_CHECK(o.message == "ok: disjoint and covering over 2 ranks (13 reads of 13 expected, 0 padding)");
+  }
+}
+
+// A family of its own, as a new family's folder declares it: key(), the position accessors and its
+// segment_sums, found by argument-dependent lookup; no library file names it.
+namespace packing {
+
+struct PackSampler {
+  std::uint64_t n = 0;
+  ds::World world;
+  std::string_view family = "packing";
+
+  [[nodiscard]] ds::StateKey key() const noexcept {
+    ds::StateKey k;
+    k.sampler = family;
+    k.dataset_size = n;
+    return k;
+  }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return 0; }
+  [[nodiscard]] std::uint64_t start() const noexcept { return 0; }
+  [[nodiscard]] std::uint64_t rank() const noexcept { return world.rank; }
+  [[nodiscard]] std::uint64_t world_size() const noexcept { return world.world_size; }
+};
+
+ds::ReadSums segment_sums(const PackSampler& s, const ds::World&) {
+  ds::ReadSums sums;
+  for (std::uint64_t p = s.world.rank; p < s.n; p += s.world.world_size) sums.read(p);
+  return sums;
+}
+
+}  // namespace packing
+
+CATCH_TEST_CASE("The guard names each rank's family, whichever two families meet", "[torch-guard][errors]") {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->setTimeout(std::chrono::seconds(20));
+  const std::string who = "distsampler::torch_guard::check_epoch: ";
+  const std::vector<std::uint32_t> lengths = {5, 9, 2, 7, 7, 1, 8, 3, 6, 4, 9, 2, 5};
+  auto tokens = [&](std::uint64_t r) {
+    return ds::TokenBatchSampler(lengths.size(), lengths, ds::World(r, 2),
+                                 ds::TokenBatchOptions().with_max_tokens(20).with_window(5).with_seed(2));
+  };
+  // A family of its own against the token family, both ways round.
+  auto out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 0) return guard::check_epoch(tokens(0), s, ds::World(0, 2));
+        return guard::check_epoch(packing::PackSampler{13, ds::World(1, 2)}, s, ds::World(1, 2));
+      },
+      *store);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.threw);
+    CATCH_CHECK(o.message == who + "rank 1 has sampler packing, rank 0 has tokens (expected the same on every rank)");
+  }
+  out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 1) return guard::check_epoch(tokens(1), s, ds::World(1, 2));
+        return guard::check_epoch(packing::PackSampler{13, ds::World(0, 2)}, s, ds::World(0, 2));
+      },
+      *store);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.message == who + "rank 1 has sampler tokens, rank 0 has packing (expected the same on every rank)");
+  }
+  // A name that does not pack into the family word (a digit, 17 characters) travels in the record.
+  out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 0) return guard::check_epoch(tokens(0), s, ds::World(0, 2));
+        return guard::check_epoch(packing::PackSampler{13, ds::World(1, 2), "packed-streams-v2"}, s, ds::World(1, 2));
+      },
+      *store);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.message ==
+                who + "rank 1 has sampler packed-streams-v2, rank 0 has tokens (expected the same on every rank)");
+  }
+  // A batch sampler against a shard sampler read through its libtorch adapter.
+  out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        if (r == 0) {
+          return guard::check_epoch(
+              ds::DistributedBatchSampler<>(272, ds::World(0, 2), ds::BatchSamplerOptions().with_micro_batch_size(4)),
+              s, ds::World(0, 2));
+        }
+        return guard::check_epoch(ds::TorchShardSampler(shards(ds::World(1, 2), 1)), s, ds::World(1, 2));
+      },
+      *store);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.message == who + "rank 1 has sampler shard, rank 0 has batch (expected the same on every rank)");
+  }
+  // The family of its own passes the guard when every rank runs it (a store every rank has called equally often).
+  auto store3 = c10::make_intrusive<c10d::HashStore>();
+  store3->setTimeout(std::chrono::seconds(20));
+  out = run_ranks(
+      3,
+      [&](std::uint64_t r, c10d::Store& s) {
+        return guard::check_epoch(packing::PackSampler{20, ds::World(r, 3)}, s, ds::World(r, 3));
+      },
+      *store3);
+  for (const auto& o : out) {
+    CATCH_CHECK(o.message == "ok: disjoint and covering over 3 ranks (20 reads of 20 expected, 0 padding)");
   }
 }
 

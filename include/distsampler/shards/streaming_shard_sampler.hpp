@@ -87,7 +87,8 @@ class StreamingShardSampler {
         options_(options),
         slots_(node_slots(world_, options_)),
         catalog_(std::make_shared<const ShardCatalog>(std::move(shard_sizes), "StreamingShardSampler")),
-        walk_(fresh(0)) {}
+        walk_(fresh(0)),
+        key_(std::make_shared<const detail::ShardStateKey>(walk_->order())) {}
 
   /// The segment `state` leaves, as resume(state). Throws config_error as the first
   /// constructor, state_error as resume.
@@ -117,8 +118,7 @@ class StreamingShardSampler {
   /// The same with the segment's form of holes forced by `limit` (for tests: both forms
   /// read the same samples and write the same states).
   void resume(const SamplerState& state, detail::HoleLimit limit) {
-    const detail::ShardStateKey key(walk_->order());
-    state.validate(key.get(), "StreamingShardSampler::resume");
+    state.validate(key(), "StreamingShardSampler::resume");
     ShardEpochOrder order(catalog_, options_, state.epoch);
     RemainingSegment segment = RemainingSegment::after(state, block_size(), limit);
     walk_ = std::make_shared<const ShardWalk>(std::move(order), std::move(segment), consumers(), options_.tail, slots_,
@@ -151,6 +151,12 @@ class StreamingShardSampler {
     detail::check_consumer_progress(*walk_, progress, "StreamingShardSampler::state");
     return detail::shard_state(*walk_, progress.done());
   }
+
+  /// What saved states must match (see StateKey): the key every state of this sampler
+  /// carries (family "shard", the engine name holding every order option, the shard
+  /// sizes' layout hash). Its names view storage this sampler shares with its copies:
+  /// valid while one of them lives. O(1), the same for every epoch.
+  [[nodiscard]] StateKey key() const noexcept { return key_->get(); }
 
   [[nodiscard]] std::uint64_t epoch() const noexcept { return walk_->epoch(); }
   [[nodiscard]] std::uint64_t rank() const noexcept { return world_.rank; }
@@ -392,9 +398,12 @@ class StreamingShardSampler {
   ShardSamplerOptions options_;
   ConsumerSlots slots_;
   std::shared_ptr<const ShardCatalog> catalog_;
-  std::shared_ptr<const ShardWalk> walk_;  // replaced whole, never modified
+  std::shared_ptr<const ShardWalk> walk_;             // replaced whole, never modified
+  std::shared_ptr<const detail::ShardStateKey> key_;  // the names key() views; the same for every epoch
 };
 
 DISTSAMPLER_NAMESPACE_END
+
+#include "guard.hpp"  // the guards' customisation points for this family
 
 #endif  // DISTSAMPLER_STREAMING_SHARD_SAMPLER_HPP

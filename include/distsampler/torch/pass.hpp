@@ -149,6 +149,11 @@ class SharedPassSampler : public torch::data::samplers::Sampler<std::vector<std:
     return pending_epoch();
   }
 
+  /// The library sampler this adapter reads: a snapshot of the current pass's, or of the
+  /// next pass's while set_epoch, resume or load is pending (what the guards check). The
+  /// same for every adapter, so tools need no per-adapter code. O(copying the sampler).
+  [[nodiscard]] Core core() const { return snapshot(); }
+
   /// Batches next() has returned in the current pass (over all copies).
   [[nodiscard]] std::uint64_t batches_handed_out() const {
     std::lock_guard<std::mutex> lock(shared_->mutex);

@@ -117,6 +117,11 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     kept in memory only); a cached index of a shard whose size or modification time changed
     raises ``ConfigError`` naming the shard unless ``rebuild=True``.
 
+    ``preset`` (``"mixed"``, the default, or ``"sequential"``: each shard file read in
+    increasing offsets, one at a time per worker) and ``canonical_streams``,
+    ``max_open_shards``, ``run_length``, ``shuffle_window``, ``rotate_shards`` choose the
+    read locality, as for ``ShardStream``.
+
     ``len()``: inside a DataLoader worker, that worker's count; elsewhere this rank's count
     when read by ``num_workers`` workers (pass the DataLoader's; 0 counts as 1). Open files
     are bounded by ``max_open_files`` per worker. ``set_epoch``, ``state_dict(batches,
@@ -128,7 +133,8 @@ class ShardedDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, paths, format=None, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
                  cache_dir=None, threads=None, decode=None, return_padding=None, rebuild=False, cache=True,
-                 max_open_files=8, num_workers=1):
+                 max_open_files=8, num_workers=1, preset="mixed", canonical_streams=None, max_open_shards=None,
+                 run_length=None, shuffle_window=None, rotate_shards=None):
         who = "ShardedDataset"
         super().__init__()
         paths = _paths(who, paths)
@@ -166,8 +172,9 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         self.decode = decode
         self.return_padding = tail == "pad" if return_padding is None else return_padding
         self.record_counts = [x["records"] for x in self.indexes]
-        self.stream = ShardStream(self.record_counts, num_replicas, rank, shuffle=shuffle, seed=seed,
-                                         tail=tail)
+        self.stream = ShardStream(self.record_counts, num_replicas, rank, shuffle=shuffle, seed=seed, tail=tail,
+                                  preset=preset, canonical_streams=canonical_streams, max_open_shards=max_open_shards,
+                                  run_length=run_length, shuffle_window=shuffle_window, rotate_shards=rotate_shards)
         self._files = None
 
     # The open files stay in the process that opened them: a DataLoader worker starts with none.

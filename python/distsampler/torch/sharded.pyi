@@ -40,6 +40,12 @@ class ShardedDataset(torch.utils.data.IterableDataset[Any]):
         cache: bool = ...,
         max_open_files: int = ...,
         num_workers: int = ...,
+        preset: str = ...,
+        canonical_streams: Optional[int] = ...,
+        max_open_shards: Optional[int] = ...,
+        run_length: Optional[int] = ...,
+        shuffle_window: Optional[int] = ...,
+        rotate_shards: Optional[bool] = ...,
     ) -> None: ...
     @property
     def num_replicas(self) -> int: ...

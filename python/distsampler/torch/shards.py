@@ -27,6 +27,33 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
                           "records read from it.")
 
 
+_DEFAULT_STATE_CAPACITY = 1 << 20
+_PRESETS = ("mixed", "sequential")
+
+
+def _locality(who, preset, options):
+    """The read-locality options given (None: the preset's value), checked; the C++ ShardSamplerOptions' names."""
+    if preset not in _PRESETS:
+        raise _core.ConfigError(f'{who}: preset {preset!r} is unknown (expected "mixed", the default: batches mixed '
+                                'like a full shuffle, or "sequential": each shard read in increasing offsets, one at '
+                                'a time)')
+    out = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name == "rotate_shards":
+            if not isinstance(value, bool):
+                raise _core.ConfigError(f"{who}: rotate_shards {value!r} is not a bool (expected True, False or None)")
+        else:
+            if isinstance(value, bool):
+                raise _core.ConfigError(f"{who}: {name} {value!r} is a bool (expected an integer, or None)")
+            value = _unsigned(who, name, value)
+            if value == 0:
+                raise _core.ConfigError(f"{who}: {name} is 0 (expected at least 1, or None for the preset's value)")
+        out[name] = value
+    return out
+
+
 class ShardStream:
     """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
 
@@ -38,8 +65,15 @@ class ShardStream:
     ``torch.utils.data.get_worker_info()``; one stream when not in a worker). Every
     (rank, worker) slot gets the same count (``tail="pad"``, padding flagged; ``"drop"``;
     ``"uneven"``: counts differ by at most one), all slots together are disjoint and
-    cover the epoch, and each worker reads few shards at a time, each in increasing
-    offsets. ``shard_sizes`` are the record counts of the shard files, in a fixed order.
+    cover the epoch. ``shard_sizes`` are the record counts of the shard files, in a fixed order.
+
+    Read locality is chosen by ``preset`` (docs/SHARDS.md has the measured table):
+    ``"mixed"`` (the default) mixes batches like a full shuffle, at the cost of a shard
+    change on nearly every sample and offsets read out of order within a shard (about 64
+    runs open per worker); ``"sequential"`` reads each shard in strictly increasing
+    offsets, one shard at a time per worker, with less mixed batches. ``canonical_streams``,
+    ``max_open_shards``, ``run_length``, ``shuffle_window`` and ``rotate_shards`` (the C++
+    ``ShardSamplerOptions``) override the preset's values; all must be the same on every rank.
 
     Checkpointing from the main process: ``state_dict(batches, batch_size, num_workers)``
     after the DataLoader (``batch_size`` per worker batch, ``num_workers`` workers) yielded
@@ -63,12 +97,19 @@ class ShardStream:
 
     def _guard_description(self):
         """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
-        return {"sampler": "ShardStream", "dataset_size": sum(self.shard_sizes), "order": "shard",
+        # The locality options shape the epoch's order: every rank must have the same.
+        order = " ".join(["shard", self.preset] + [f"{k}={v}" for k, v in sorted(self.locality.items())])
+        return {"sampler": "ShardStream", "dataset_size": sum(self.shard_sizes), "order": order,
                 "global_batch_size": 0, "token_layout": 0}
 
     def __init__(self, shard_sizes, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
-                 state_capacity=1 << 20):
+                 state_capacity=_DEFAULT_STATE_CAPACITY, preset="mixed", canonical_streams=None,
+                 max_open_shards=None, run_length=None, shuffle_window=None, rotate_shards=None):
         who = "ShardStream"
+        self.preset = preset
+        self.locality = _locality(who, preset, {"canonical_streams": canonical_streams,
+                                                "max_open_shards": max_open_shards, "run_length": run_length,
+                                                "shuffle_window": shuffle_window, "rotate_shards": rotate_shards})
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
         self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
@@ -104,14 +145,23 @@ class ShardStream:
         return state
 
     def __setstate__(self, state):
-        state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
+        state.setdefault("preset", "mixed")  # release 0.1 streams had the defaults
+        state.setdefault("locality", {})
+        if "_cell" not in state:
+            # A pickle of release 0.1, whose stream kept its epoch and pending state as attributes.
+            cell = StreamCell(_DEFAULT_STATE_CAPACITY, "ShardStream")
+            cell.write(state.pop("epoch", 0), state.pop("_pending", None))
+            state["_cell"] = cell
+        else:
+            state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
         self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):
         """The C++ StreamingShardSampler of this stream's settings for `num_workers` workers per rank."""
         return _core.make_streaming_shard_sampler(self.shard_sizes, self.rank if rank is None else rank,
                                                   self.num_replicas, num_workers, self.shuffle,
-                                                  _seed64("ShardStream", self.seed), self.tail)
+                                                  _seed64("ShardStream", self.seed), self.tail, self.preset,
+                                                  **self.locality)
 
     def _positioned(self, num_workers, rank=None):
         core = self._sampler(num_workers, rank)

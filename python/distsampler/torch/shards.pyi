@@ -1,6 +1,6 @@
 # Type stub of distsampler.torch.shards (ShardStream: the Python face of the C++ StreamingShardSampler).
 # SPDX-License-Identifier: MIT
-from typing import Iterator, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 from ._common import StateDict
 
@@ -26,6 +26,8 @@ class ShardStream:
     seed: int
     shuffle: bool
     tail: str
+    preset: str
+    locality: Dict[str, Any]
     def __init__(
         self,
         shard_sizes: Sequence[int],
@@ -36,6 +38,12 @@ class ShardStream:
         seed: int = ...,
         tail: str = ...,
         state_capacity: int = ...,
+        preset: str = ...,
+        canonical_streams: Optional[int] = ...,
+        max_open_shards: Optional[int] = ...,
+        run_length: Optional[int] = ...,
+        shuffle_window: Optional[int] = ...,
+        rotate_shards: Optional[bool] = ...,
     ) -> None: ...
     def set_epoch(self, epoch: int) -> None: ...
     def worker_samples(self, worker: int, num_workers: int) -> Iterator[ShardSample]: ...
