@@ -1,5 +1,5 @@
 // distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check, a runtime overlap
-// guard for every family, and each family's MPI helpers. SPDX-License-Identifier: MIT
+// guard for every family (also over a parallel mesh), and each family's MPI helpers. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_MPI_HPP
 #define DISTSAMPLER_MPI_HPP
 
@@ -275,6 +275,53 @@ template <class Sampler>
   OverlapGuard guard(sampler.dataset_size());
   guard.merge(segment_sums(sampler, detail::rank_world(comm)));
   return guard.finish(comm, timeout);
+}
+
+/// The mesh guard over MPI: `comm`'s ranks are the global ranks of `mesh` (its product is
+/// the communicator's size) and each passes the sampler it built for its data rank
+/// (World::from_mesh). Checks, on every rank alike (check_mesh_records), that each sampler
+/// is built for its rank's data rank and data world size, that every model-parallel group
+/// (tp, cp, pp, ...: the ranks that differ in one non-data dim) agrees on the key and
+/// reads the same samples, that the data ranks agree on the key, and returns whether the
+/// data ranks' reads are disjoint and covering. `sampler` is any sampler mesh_record_of
+/// takes. Collective over `comm`: one allgather of 16 words per rank; per rank the cost of
+/// its segment_sums, plus O(world_size x dims + N / DW) for the verdict. Throws
+/// config_error naming the group, the rank and the field ("tp group of ranks 4,5: rank 5
+/// reads other samples (seed 43, rank 4 has 42; ...)"), or when the mesh's product is not
+/// the communicator's size or an MPI call fails.
+template <class Sampler>
+[[nodiscard]] GuardReport guard_mesh_epoch(const Sampler& sampler, const Mesh& mesh, MPI_Comm comm = MPI_COMM_WORLD);
+
+/// The mesh guard's transport: every rank passes its `record` (mesh_record; the same
+/// number of words on every rank), and gets check_mesh_records's verdict over all of them
+/// (`format` names the key's fields). For samplers of your own; guard_mesh_epoch builds
+/// the record of a library sampler. Collective over `comm`; throws as guard_mesh_epoch.
+[[nodiscard]] inline GuardReport guard_mesh(const std::vector<std::uint64_t>& record, const Mesh& mesh,
+                                            std::uint64_t dataset_size, const MeshKeyFormat& format,
+                                            MPI_Comm comm = MPI_COMM_WORLD) {
+  const char* who = "distsampler::mpi::guard_mesh_epoch";
+  int size = 0;
+  detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (mesh.size() != static_cast<std::uint64_t>(size)) {
+    distsampler::detail::throw_config_error(std::string(who) + ": mesh " + mesh.to_string() + " has " +
+                                            std::to_string(mesh.size()) + " ranks but the communicator has " +
+                                            std::to_string(size) + " (expected the product of the dims)");
+  }
+  const int words = static_cast<int>(record.size());
+  std::vector<std::uint64_t> all(record.size() * static_cast<std::size_t>(size));
+  detail::check(MPI_Allgather(record.data(), words, MPI_UINT64_T, all.data(), words, MPI_UINT64_T, comm),
+                "MPI_Allgather");
+  std::vector<std::vector<std::uint64_t>> records;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(size); ++r) {
+    records.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * record.size()),
+                         all.begin() + static_cast<std::ptrdiff_t>((r + 1) * record.size()));
+  }
+  return check_mesh_records(who, mesh, dataset_size, records, format);
+}
+
+template <class Sampler>
+GuardReport guard_mesh_epoch(const Sampler& sampler, const Mesh& mesh, MPI_Comm comm) {
+  return guard_mesh(mesh_record_of(sampler), mesh, sampler.dataset_size(), mesh_key_format, comm);
 }
 
 }  // namespace mpi

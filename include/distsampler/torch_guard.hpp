@@ -1,4 +1,4 @@
-// distsampler c10d guard (opt-in): ranks of a torchrun job agree on the sampler and read disjoint, covering shares.
+// distsampler c10d guard (opt-in): ranks of a torchrun job (or of its parallel mesh) agree and read disjoint shares.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_GUARD_HPP
 #define DISTSAMPLER_TORCH_GUARD_HPP
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/decimal.hpp"
@@ -155,21 +156,9 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
                                              std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
   const char* who = "distsampler::torch_guard::check_epoch";
   process.validate(who);
-  if (timeout.count() < 0) {
-    detail::throw_config_error(std::string(who) + ": timeout " + std::to_string(timeout.count()) +
-                               " ms is negative (expected a positive duration, or zero for the store's timeout)");
-  }
-  const std::chrono::milliseconds wait = timeout.count() == 0 ? store.getTimeout() : timeout;
-  const std::uint64_t w = process.world_size, r = process.rank, n = key.fields[1];
-  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
-  // Counted in the store, per rank, so threads and processes alike stay in step; and
-  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
-  std::string ns = "distsampler/guard/calls/" + std::to_string(r);
-  try {
-    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "count", e);
-  }
+  const std::chrono::milliseconds wait = detail::guard_timeout(store, timeout, who);
+  const std::uint64_t w = process.world_size, n = key.fields[1];
+  const std::string ns = detail::call_namespace(store, process, who);
   std::vector<std::uint8_t> mine;
   mine.reserve(detail::record_words * 8);
   detail::put(mine, detail::record_magic);
@@ -241,6 +230,50 @@ template <class Sampler>
 [[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store,
                                       std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
   return check_epoch(sampler, store, World::from_env(), timeout);
+}
+
+/// The mesh guard over a c10d store: `process` is this rank's global World (e.g. from
+/// RANK/WORLD_SIZE) in `mesh` (its product must be process.world_size) and `sampler` the
+/// sampler it built for its data rank (World::from_mesh; a library sampler or a libtorch
+/// adapter). Checks, on every rank alike (check_mesh_records), that each sampler is built
+/// for its rank's data rank and data world, that every model-parallel group (the ranks
+/// that differ in one non-data dim: tp, cp, pp, ...) agrees on the key and reads the same
+/// samples, that the data ranks agree on the key; returns whether the data ranks' reads
+/// are disjoint and covering. One record of 16 words per rank through the store, as
+/// check_reads; per rank the cost of its segment_sums, plus O(world_size x dims + N / DW).
+/// Throws config_error naming the group, the rank and the field ("tp group of ranks 4,5:
+/// rank 5 reads other samples (seed 43, rank 4 has 42; ...)"), for a mesh whose product
+/// is not the world size, and when the store fails. Collective, in step with check_epoch.
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const World& process,
+                                           const Mesh& mesh,
+                                           std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
+  const char* who = "distsampler::torch_guard::check_mesh_epoch";
+  process.validate(who);
+  const std::chrono::milliseconds wait = detail::guard_timeout(store, timeout, who);
+  if (mesh.size() != process.world_size) {
+    detail::throw_config_error(std::string(who) + ": mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
+                               " ranks but world_size is " + std::to_string(process.world_size) +
+                               " (expected the product of the dims)");
+  }
+  decltype(auto) core = detail::core_of(sampler, 0);
+  std::vector<std::uint8_t> mine;
+  for (const std::uint64_t word : mesh_record_of(core)) detail::put(mine, word);
+  const std::string ns = detail::call_namespace(store, process, who);
+  const std::vector<std::vector<std::uint8_t>> raw = detail::exchange(store, ns, process, mine, wait, who);
+  std::vector<std::vector<std::uint64_t>> records;
+  for (const std::vector<std::uint8_t>& rec : raw) {
+    std::vector<std::uint64_t> words;
+    for (std::size_t at = 0; at < rec.size() / 8; ++at) words.push_back(detail::get(rec, at));
+    records.push_back(std::move(words));
+  }
+  return check_mesh_records(who, mesh, core.dataset_size(), records, mesh_key_format);
+}
+
+/// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const Mesh& mesh) {
+  return check_mesh_epoch(sampler, store, World::from_env(), mesh);
 }
 
 /// A c10d TCPStore for the job at MASTER_ADDR:MASTER_PORT, hosted by rank 0 (RANK and

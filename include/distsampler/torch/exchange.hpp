@@ -49,6 +49,29 @@ inline std::string ranks_text(const std::vector<std::uint64_t>& ranks) {
                                           " ranks to call the guard, equally often, on one store): " + reason);
 }
 
+// The namespace of this rank's next guard call: this rank's n-th guard on this store meets
+// the other ranks' n-th. Counted in the store, per rank, so threads and processes alike stay
+// in step; and deliberately not the epoch, so a rank with a wrong epoch still meets the others.
+inline std::string call_namespace(c10d::Store& store, const World& process, const char* who) {
+  std::string ns = "distsampler/guard/calls/" + std::to_string(process.rank);
+  try {
+    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
+  } catch (const std::exception& e) {
+    store_failed(who, process, ns, "count", e);
+  }
+  return ns;
+}
+
+// The timeout a guard waits: `timeout`, or the store's own when it is zero; config_error when negative.
+inline std::chrono::milliseconds guard_timeout(c10d::Store& store, std::chrono::milliseconds timeout, const char* who) {
+  if (timeout.count() < 0) {
+    distsampler::detail::throw_config_error(std::string(who) + ": timeout " + std::to_string(timeout.count()) +
+                                            " ms is negative (expected a positive duration, or zero for the "
+                                            "store's timeout)");
+  }
+  return timeout.count() == 0 ? store.getTimeout() : timeout;
+}
+
 // The exchange of one guard call under `ns`: publishes `mine`, returns every rank's record
 // (index = rank), or throws config_error with the same message on every live rank.
 //

@@ -5,6 +5,7 @@ import pickle
 import torch.distributed as dist
 
 from .._core import ConfigError
+from ..mesh import check_guard_descriptions, guard_read_sums
 from ._common import PUBLIC_MODULE
 from ._exchange import exchange, timeout_seconds
 
@@ -47,7 +48,7 @@ def _store(group):
     return dist.distributed_c10d._get_default_store()
 
 
-def guard(sampler, group=None, timeout=300.0):
+def guard(sampler, group=None, timeout=300.0, mesh=None):
     """Checks, through the process group's store, that every rank built the same sampler:
     same dataset size, seed, shuffle, tail, order, epoch, accumulation, world and, for
     ``TokenBatchSampler``, the same lengths and budget options, and that each rank's
@@ -68,11 +69,23 @@ def guard(sampler, group=None, timeout=300.0):
     rank and one decision, through the default group's store; no collective of the
     group runs, so a dead rank cannot leave it hanging). Only when the store's host
     (rank 0) dies may a rank raise the store's own error instead.
+
+    With ``mesh`` (the ``DataWorld`` of ``distsampler.mesh.mesh_world``, or its ``Mesh``; the
+    group's ranks are the mesh's global ranks, row-major), the checks are the C++ mesh
+    guard's (``check_mesh_groups``): each sampler is built for its rank's data rank and data
+    world, every model-parallel group (the ranks that differ in one non-data dim, innermost
+    first) agrees on these fields and reads the same indices (a hash of what a copy of the
+    sampler yields this epoch, O(its share)), and the data ranks agree on the fields, so
+    their shares are disjoint and covering. A mismatch names the group, the rank and the
+    field: "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has
+    42; ...)".
     """
     seconds = timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
+    if mesh is not None:
+        mine["reads"] = guard_read_sums(sampler)
     size, me = dist.get_world_size(group), dist.get_rank(group)
     members = "all" if group is None else "-".join(str(r) for r in dist.get_process_group_ranks(group))
     store = _store(group)
@@ -86,6 +99,9 @@ def guard(sampler, group=None, timeout=300.0):
     # pickled as all_gather_object would: the records come from the job's own ranks
     records = exchange(store, ns, me, size, pickle.dumps(mine), seconds, "guard")
     gathered = [pickle.loads(r) for r in records]
+    if mesh is not None:
+        check_guard_descriptions(gathered, mesh, size)
+        return gathered
     for r, d in enumerate(gathered):
         if d["num_replicas"] != size:
             raise ConfigError(f"guard: rank {r} has num_replicas {d['num_replicas']} but the process group has "
