@@ -21,6 +21,7 @@
 #include "overlap_check.hpp"
 #include "state.hpp"
 #include "shards/streaming_shard_sampler.hpp"
+#include "streams/stream_sampler.hpp"
 #include "tokens/token_batch_sampler.hpp"
 #include "tokens/plan.hpp"
 #include "verify.hpp"
