@@ -51,6 +51,9 @@ const std::vector<FlagSpec>& flags() {
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
+      {"--byte-sizes", "FILE|LIST", "byte sizes of the shards (hints for balance): comma-separated, or a file"},
+      {"--keep", "P", "read-time filter: keep each record with probability P (a decimal from 0 to 1)"},
+      {"--state-after", "S", "print the steps before S, then the state line, and exit"},
   };
   return table;
 }

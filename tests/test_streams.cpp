@@ -257,7 +257,7 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
         ds::detail::mix64(ds::detail::fnv1a64(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
     return body + " checksum=" + ds::detail::hex64(sum);
   };
-  const std::string head = "distsampler-stream v1 seed=9 shards=4 layout=0x0000000000000000 next_pass=2 open=";
+  const std::string head = "distsampler-stream v1 seed=9 shards=4 layout=0x0000000000000000 next_pass=2 step=0 open=";
   CHECK_NOTHROW(ds::StreamJobState::from_text(sealed(head + "1:3.0/1@4+0.1/2@0+0.0/2@1 carries=-")));
   CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "2:3.0/1@4 carries=-")),
                     Catch::Contains("open pass 2 is not below next_pass 2"));
@@ -272,7 +272,7 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
   CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "- carries=0:1:2:5/5")),
                     Catch::Contains("carry 0:1:2 (expected done < total"));
   CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "- carries=x")),
-                    "StreamJobState::from_text: carry pass \"x\" is not a decimal integer (expected only digits 0-9) at offset 91");
+                    "StreamJobState::from_text: carry pass \"x\" is not a decimal integer (expected only digits 0-9) at offset 98");
 }
 
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {

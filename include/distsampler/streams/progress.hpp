@@ -48,7 +48,7 @@ struct StreamProgress {
 /// carried record. O(consumers + shards x open passes) in size, independent of the world.
 ///
 /// Text form, one line: `distsampler-stream v1 seed=7 shards=5 layout=0x... next_pass=2
-/// open=1:3.0/1@4+0.0/1@0 carries=- checksum=0x...`: open passes `pass:pieces` joined by
+/// step=40 open=1:3.0/1@4+0.0/1@0 carries=- checksum=0x...`: open passes `pass:pieces` joined by
 /// `,`, pieces `shard.part/parts@offset` joined by `+`, carries `pass:shard:record:done/total`
 /// joined by `,` (`-` for none); the checksum (FNV-1a 64 of the text before ` checksum=`,
 /// finalised by splitmix64's mixer) refuses any edit. from_text throws state_error naming
@@ -59,6 +59,7 @@ struct StreamJobState {
   std::uint64_t shards = 0;
   std::uint64_t layout = 0;
   std::uint64_t next_pass = 0;
+  std::uint64_t step = 0;  ///< training steps the loop had received (informational; not checked)
   std::vector<StreamOpenPass> open;
   std::vector<StreamCarry> carries;
 
@@ -66,7 +67,7 @@ struct StreamJobState {
   [[nodiscard]] std::string to_text() const {
     std::string body = "distsampler-stream v" + std::to_string(version) + " seed=" + std::to_string(seed) +
                        " shards=" + std::to_string(shards) + " layout=" + detail::hex64(layout) +
-                       " next_pass=" + std::to_string(next_pass) + " open=";
+                       " next_pass=" + std::to_string(next_pass) + " step=" + std::to_string(step) + " open=";
     if (open.empty()) body += '-';
     for (std::size_t i = 0; i < open.size(); ++i) {
       body += (i ? "," : "") + std::to_string(open[i].pass) + ":";
@@ -123,6 +124,8 @@ struct StreamJobState {
     s.layout = r.hex16("layout", true);
     r.literal(" next_pass=", "next_pass");
     s.next_pass = r.decimal("next_pass");
+    r.literal(" step=", "step");
+    s.step = r.decimal("step");
     r.literal(" open=", "open");
     if (!r.optional("-")) {
       do {
@@ -223,10 +226,11 @@ struct StreamJobState {
 };
 
 /// The job state after every consumer of `plan` reached `progress[c]` (one entry per
-/// consumer, rank-major: consumer = rank * workers + worker). Throws config_error when the
+/// consumer, rank-major: consumer = rank * workers + worker), `step` steps into the job. Throws config_error when the
 /// count is not plan.consumers(). O(consumers + pieces of the passes between the slowest and
 /// the fastest consumer). Deterministic: equal unread rests give equal states.
-[[nodiscard]] inline StreamJobState assemble_stream_state(StreamPlan& plan, const std::vector<StreamProgress>& progress) {
+[[nodiscard]] inline StreamJobState assemble_stream_state(StreamPlan& plan, const std::vector<StreamProgress>& progress,
+                                                      std::uint64_t step = 0) {
   if (progress.size() != plan.consumers()) {
     detail::throw_config_error("assemble_stream_state: " + std::to_string(progress.size()) +
                                " progress entries for " + std::to_string(plan.consumers()) +
@@ -236,6 +240,7 @@ struct StreamJobState {
   s.seed = plan.seed();
   s.shards = plan.shards();
   s.layout = plan.layout();
+  s.step = step;
   std::uint64_t lo = UINT64_MAX, hi = 0;
   for (const StreamProgress& p : progress) {
     lo = std::min(lo, p.pass);
