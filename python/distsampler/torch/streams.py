@@ -205,7 +205,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 docs[(shard, index)] = rec
                 return 1
             tokens = list(self.packer.tokenize(rec))
-            docs[(shard, index)] = tokens
+            if tokens:
+                docs[(shard, index)] = tokens
             return len(tokens)
 
         while True:
