@@ -188,3 +188,36 @@ def test_four_gloo_processes_killed_after_a_checkpoint_resume_on_two(shards, tmp
     below = first_open_pass((tmp_path / "final.txt").read_text())
     assert below >= 2
     check_passes(seen, below)
+
+
+def test_tar_and_npy_shards_are_read_without_an_index(tmp_path):
+    import io
+    import tarfile
+
+    import numpy as np
+
+    paths, at = [], 0
+    for s, n in enumerate([3, 0, 4]):
+        p = tmp_path / f"s{s}.tar"
+        with tarfile.open(p, "w") as tar:
+            for i in range(n):
+                for ext, payload in (("txt", str(at + i).encode()), ("cls", b"1")):
+                    info = tarfile.TarInfo(f"sample{i:03d}.{ext}")
+                    info.size = len(payload)
+                    tar.addfile(info, io.BytesIO(payload))
+        paths.append(str(p))
+        at += n
+    npy = tmp_path / "s3.npy"
+    np.save(npy, np.arange(at, at + 5, dtype=np.int64).reshape(5, 1))
+    paths.append(str(npy))
+    ds = StreamDataset(paths, num_replicas=1, rank=0, micro_batch=4, seed=3)
+    it = iter(DataLoader(ds, batch_size=None))
+    ids = {}
+    for _ in range(6):  # 12 records a pass, 24 in 6 micro-batches of 4: passes 0 and 1
+        for item in next(it):
+            rec = item.record
+            ident = int(rec["txt"]) if isinstance(rec, dict) else int(rec[0])
+            if isinstance(rec, dict):
+                assert rec["cls"] == b"1" and rec["__key__"].endswith(f"sample{item.index:03d}")
+            ids.setdefault(item.pass_, []).append(ident)
+    assert sorted(ids[0]) == list(range(12)) and sorted(ids[1]) == list(range(12))
