@@ -66,8 +66,9 @@ int run_stream(const Invocation& in) {
   if (in.has("--byte-sizes")) {
     hints = parse_shard_sizes("--byte-sizes", in.text("--byte-sizes"));
     if (hints.size() != played.sizes.size()) {
-      throw UsageError(fmt::format("--byte-sizes has {} entries for {} shards of --shard-sizes (expected one per shard)",
-                                   hints.size(), played.sizes.size()));
+      throw UsageError(
+          fmt::format("--byte-sizes has {} entries for {} shards of --shard-sizes (expected one per shard)",
+                      hints.size(), played.sizes.size()));
     }
   }
   if (in.has("--keep")) {
@@ -98,16 +99,15 @@ int run_stream(const Invocation& in) {
   const auto state_after = in.number("--state-after");
   if (state_after) {
     if (*state_after < first || *state_after > end) {
-      throw UsageError(fmt::format("--state-after {} is outside the steps simulated (expected {}..{})", *state_after,
-                                   first, end));
+      throw UsageError(
+          fmt::format("--state-after {} is outside the steps simulated (expected {}..{})", *state_after, first, end));
     }
     end = *state_after;
   }
 
   const std::uint64_t consumers = world * workers;
-  auto plan = library("--shard-sizes/--byte-sizes/--world/--workers", [&] {
-    return std::make_shared<ds::StreamPlan>(played.sizes.size(), hints, seed, consumers);
-  });
+  auto plan = library("--shard-sizes/--byte-sizes/--world/--workers",
+                      [&] { return std::make_shared<ds::StreamPlan>(played.sizes.size(), hints, seed, consumers); });
   std::vector<ds::StreamProgress> start(static_cast<std::size_t>(consumers));
   if (resumed) start = library("--resume", [&] { return ds::resume_stream(*plan, *resumed); });
   // Without a state to print, only the shown rank's consumers need to run.
@@ -147,21 +147,20 @@ int run_stream(const Invocation& in) {
 
 /// The streams family's commands, registered in commands.cpp.
 std::vector<CommandSpec> stream_commands() {
-  return {
-      {"stream",
-       "distsampler stream --shard-sizes FILE|LIST --world W --workers K --micro-batch B --steps S [--byte-sizes "
-       "FILE|LIST] [--keep P] [--seed S] [--rank R] [--state-after S] [--resume STATE]",
-       "simulate read-time streams: shards of unknown size, a filter, B kept samples per micro-batch",
-       "simulate W x K consumers reading passes over shards whose record counts each learns only by reading;\n"
-       "--keep P keeps global index i iff (splitmix64 finaliser of i) >> 11 < P x 2^53. One line per rank per\n"
-       "step: step S rank R: [pass:index ...], exactly B entries, from worker S mod K; --state-after S prints\n"
-       "the steps before S, then state: LINE; --resume LINE continues at its step on any --world and --workers",
-       {"--shard-sizes", "--world", "--workers", "--micro-batch", "--steps"},
-       {"--byte-sizes", "--keep", "--seed", "--rank", "--state-after", "--resume"},
-       fmt::format("limits: --shard-sizes at most {} entries; --world x --workers at most {}; entries printed at "
-                   "most {}; records read at most {}.\n",
-                   limits::shards, limits::ranks, limits::printed, stream_reads),
-       run_stream}};
+  return {{"stream",
+           "distsampler stream --shard-sizes FILE|LIST --world W --workers K --micro-batch B --steps S [--byte-sizes "
+           "FILE|LIST] [--keep P] [--seed S] [--rank R] [--state-after S] [--resume STATE]",
+           "simulate read-time streams: shards of unknown size, a filter, B kept samples per micro-batch",
+           "simulate W x K consumers reading passes over shards whose record counts each learns only by reading;\n"
+           "--keep P keeps global index i iff (splitmix64 finaliser of i) >> 11 < P x 2^53. One line per rank per\n"
+           "step: step S rank R: [pass:index ...], exactly B entries, from worker S mod K; --state-after S prints\n"
+           "the steps before S, then state: LINE; --resume LINE continues at its step on any --world and --workers",
+           {"--shard-sizes", "--world", "--workers", "--micro-batch", "--steps"},
+           {"--byte-sizes", "--keep", "--seed", "--rank", "--state-after", "--resume"},
+           fmt::format("limits: --shard-sizes at most {} entries; --world x --workers at most {}; entries printed at "
+                       "most {}; records read at most {}.\n",
+                       limits::shards, limits::ranks, limits::printed, stream_reads),
+           run_stream}};
 }
 
 }  // namespace cli

@@ -23,8 +23,12 @@ struct StreamsWorld {
   std::vector<std::uint64_t> sizes;
   std::vector<std::uint64_t> offsets;
   std::uint64_t keep_below = UINT64_MAX;  // kept iff mix64(global) < keep_below
-  [[nodiscard]] std::uint64_t global(std::uint64_t shard, std::uint64_t record) const { return offsets[shard] + record; }
-  [[nodiscard]] bool kept(std::uint64_t g) const { return keep_below == UINT64_MAX || ds::detail::mix64(g) < keep_below; }
+  [[nodiscard]] std::uint64_t global(std::uint64_t shard, std::uint64_t record) const {
+    return offsets[shard] + record;
+  }
+  [[nodiscard]] bool kept(std::uint64_t g) const {
+    return keep_below == UINT64_MAX || ds::detail::mix64(g) < keep_below;
+  }
   [[nodiscard]] std::optional<std::uint64_t> read(const ds::StreamRead& r) const {
     if (r.record >= sizes[r.shard]) return std::nullopt;
     return kept(global(r.shard, r.record)) ? 1 : 0;
@@ -38,7 +42,8 @@ struct StreamsWorld {
   }
 };
 
-StreamsWorld streams_world(std::uint64_t shards, std::uint64_t max_size, std::uint64_t keep_percent, std::uint64_t seed) {
+StreamsWorld streams_world(std::uint64_t shards, std::uint64_t max_size, std::uint64_t keep_percent,
+                           std::uint64_t seed) {
   ds::detail::SplitMix64 rng(seed);
   StreamsWorld w;
   std::uint64_t at = 0;
@@ -240,7 +245,8 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
   std::string edited = text;
   edited[edited.find("seed=9") + 5] = '8';
   CHECK_THROWS_WITH(ds::StreamJobState::from_text(edited), Catch::Contains("checksum mismatch"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text("distsampler-stream v1 seed=1"), Catch::Contains("no checksum= field"));
+  CHECK_THROWS_WITH(ds::StreamJobState::from_text("distsampler-stream v1 seed=1"),
+                    Catch::Contains("no checksum= field"));
   const ds::StreamJobState s = ds::StreamJobState::from_text(text);
   ds::StreamPlan other(4, {}, 10, 3), hinted(4, {1, 2, 3, 4}, 9, 3), fewer(3, {}, 9, 3);
   CHECK_THROWS_WITH(s.validate(other), "StreamJobState: seed differs (state 9, sampler 10)");
@@ -271,8 +277,9 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
                     Catch::Contains("open pass 0 is out of order"));
   CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "- carries=0:1:2:5/5")),
                     Catch::Contains("carry 0:1:2 (expected done < total"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "- carries=x")),
-                    "StreamJobState::from_text: carry pass \"x\" is not a decimal integer (expected only digits 0-9) at offset 98");
+  CHECK_THROWS_WITH(
+      ds::StreamJobState::from_text(sealed(head + "- carries=x")),
+      "StreamJobState::from_text: carry pass \"x\" is not a decimal integer (expected only digits 0-9) at offset 98");
 }
 
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {
@@ -318,7 +325,8 @@ TEST_CASE("the packer fills sequences of L tokens and its carried document survi
     return tokens(r.shard, r.record);
   };
   const ds::StreamPacker packer(2, 16);
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> got;  // (pass, doc) -> token ranges
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>>
+      got;  // (pass, doc) -> token ranges
   std::optional<ds::StreamJobState> state;
   std::uint64_t min_pass = 0;
   bool carried_across = false;

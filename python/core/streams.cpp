@@ -50,12 +50,13 @@ std::shared_ptr<ds::StreamPlan> make_plan(std::uint64_t shards, std::vector<std:
 /// One consumer of a stream run (the C++ StreamCursor with the plan it reads).
 class StreamCursor {  // ds::StreamCursor with the plan it reads
  public:
-  StreamCursor(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed,
-                 std::uint64_t consumers, std::uint64_t consumer, const std::optional<std::string>& state,
-                 const std::optional<py::tuple>& progress) {
+  StreamCursor(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers,
+               std::uint64_t consumer, const std::optional<std::string>& state,
+               const std::optional<py::tuple>& progress) {
     std::vector<ds::StreamProgress> start;
     auto plan = make_plan(shards, std::move(byte_sizes), seed, consumers, state, &start);
-    if (consumer >= consumers) ds::detail::throw_out_of_range("StreamCursor", "consumer", consumer, "consumers", consumers);
+    if (consumer >= consumers)
+      ds::detail::throw_out_of_range("StreamCursor", "consumer", consumer, "consumers", consumers);
     cursor_.emplace(plan, consumer, progress ? progress_of(*progress) : start[static_cast<std::size_t>(consumer)]);
   }
 
@@ -64,11 +65,14 @@ class StreamCursor {  // ds::StreamCursor with the plan it reads
       const py::object got = read(r.pass, r.shard, r.record);
       if (got.is_none()) return std::nullopt;
       const auto n = got.cast<long long>();
-      if (n < 0) throw ds::config_error("StreamCursor: read returned " + std::to_string(n) + " outputs (expected None or at least 0)");
+      if (n < 0)
+        throw ds::config_error("StreamCursor: read returned " + std::to_string(n) +
+                               " outputs (expected None or at least 0)");
       return static_cast<std::uint64_t>(n);
     };
     py::list out;
-    for (const ds::StreamEmit& e : cursor_->next(capacity, reader)) out.append(py::make_tuple(e.pass, e.shard, e.record, e.begin, e.end));
+    for (const ds::StreamEmit& e : cursor_->next(capacity, reader))
+      out.append(py::make_tuple(e.pass, e.shard, e.record, e.begin, e.end));
     return out;
   }
 

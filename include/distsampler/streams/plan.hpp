@@ -1,5 +1,5 @@
-// distsampler streams family: the pass plan, which consumer reads which shard pieces in each pass of shards of unknown size.
-// SPDX-License-Identifier: MIT
+// distsampler streams family: the pass plan, which consumer reads which shard pieces in each pass of shards of unknown
+// size. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_STREAMS_PLAN_HPP
 #define DISTSAMPLER_STREAMS_PLAN_HPP
 
@@ -69,15 +69,13 @@ class StreamPlan {
  public:
   /// Throws config_error when shards or consumers is 0, or when byte_sizes is neither empty
   /// nor one size per shard.
-  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed,
-             std::uint64_t consumers)
+  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers)
       : shards_(shards), seed_(seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
     if (shards_ == 0) detail::throw_config_error("StreamPlan: shards 0 is too few (expected at least 1)");
     if (consumers_ == 0) detail::throw_config_error("StreamPlan: consumers 0 is too few (expected at least 1)");
     if (!byte_sizes_.empty() && byte_sizes_.size() != shards_) {
-      detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) +
-                                 " entries for " + std::to_string(shards_) +
-                                 " shards (expected one per shard, or none)");
+      detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) + " entries for " +
+                                 std::to_string(shards_) + " shards (expected one per shard, or none)");
     }
     loads_.assign(consumers_, 0);
   }
@@ -127,7 +125,8 @@ class StreamPlan {
   /// state left fully read). Throws config_error for consumer >= consumers(); passes released
   /// by release_before() are empty. The reference stays valid until release_before(p > pass).
   [[nodiscard]] const std::vector<StreamPiece>& share(std::uint64_t pass, std::uint64_t consumer) {
-    if (consumer >= consumers_) detail::throw_out_of_range("StreamPlan::share", "consumer", consumer, "consumers", consumers_);
+    if (consumer >= consumers_)
+      detail::throw_out_of_range("StreamPlan::share", "consumer", consumer, "consumers", consumers_);
     const auto* shares = dealt(pass);
     return shares == nullptr ? empty_ : (*shares)[consumer];
   }

@@ -1,5 +1,5 @@
-// distsampler streams family: a consumer's progress and the job state assembled from every consumer's (text form, checksum).
-// SPDX-License-Identifier: MIT
+// distsampler streams family: a consumer's progress and the job state assembled from every consumer's (text form,
+// checksum). SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_STREAMS_PROGRESS_HPP
 #define DISTSAMPLER_STREAMS_PROGRESS_HPP
 
@@ -81,8 +81,8 @@ struct StreamJobState {
     if (carries.empty()) body += '-';
     for (std::size_t i = 0; i < carries.size(); ++i) {
       const StreamCarry& c = carries[i];
-      body += (i ? "," : "") + std::to_string(c.pass) + ":" + std::to_string(c.shard) + ":" +
-              std::to_string(c.record) + ":" + std::to_string(c.done) + "/" + std::to_string(c.total);
+      body += (i ? "," : "") + std::to_string(c.pass) + ":" + std::to_string(c.shard) + ":" + std::to_string(c.record) +
+              ":" + std::to_string(c.done) + "/" + std::to_string(c.total);
     }
     return body + " checksum=" + detail::hex64(checksum_of(body));
   }
@@ -167,7 +167,6 @@ struct StreamJobState {
     return s;
   }
 
-
  public:
   /// Throws state_error unless this state belongs to `plan`'s dataset (seed, shards and
   /// byte-size hints), naming each field that differs with both values.
@@ -192,8 +191,7 @@ struct StreamJobState {
     detail::throw_state_error("StreamJobState::from_text: " + what);
   }
   [[nodiscard]] static std::uint64_t checksum_of(std::string_view body) noexcept {
-    return detail::mix64(
-        detail::fnv1a64(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
+    return detail::mix64(detail::fnv1a64(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
   }
   void check_canonical() const {
     for (std::size_t i = 0; i < open.size(); ++i) {
@@ -207,11 +205,13 @@ struct StreamJobState {
       });
       for (std::size_t k = 0; k < sorted.size(); ++k) {
         const StreamPiece& p = sorted[k];
-        if (p.shard >= shards) fail(where + ": shard " + std::to_string(p.shard) + " is not below shards " + std::to_string(shards));
+        if (p.shard >= shards)
+          fail(where + ": shard " + std::to_string(p.shard) + " is not below shards " + std::to_string(shards));
         if (p.parts == 0 || p.part >= p.parts) {
           fail(where + ": part " + std::to_string(p.part) + "/" + std::to_string(p.parts) + " (expected part < parts)");
         }
-        if (k > 0 && sorted[k - 1].shard == p.shard && (sorted[k - 1].parts != p.parts || sorted[k - 1].part == p.part)) {
+        if (k > 0 && sorted[k - 1].shard == p.shard &&
+            (sorted[k - 1].parts != p.parts || sorted[k - 1].part == p.part)) {
           fail(where + ": shard " + std::to_string(p.shard) + " has overlapping pieces");
         }
       }
@@ -230,11 +230,10 @@ struct StreamJobState {
 /// count is not plan.consumers(). O(consumers + pieces of the passes between the slowest and
 /// the fastest consumer). Deterministic: equal unread rests give equal states.
 [[nodiscard]] inline StreamJobState assemble_stream_state(StreamPlan& plan, const std::vector<StreamProgress>& progress,
-                                                      std::uint64_t step = 0) {
+                                                          std::uint64_t step = 0) {
   if (progress.size() != plan.consumers()) {
-    detail::throw_config_error("assemble_stream_state: " + std::to_string(progress.size()) +
-                               " progress entries for " + std::to_string(plan.consumers()) +
-                               " consumers (expected one per consumer)");
+    detail::throw_config_error("assemble_stream_state: " + std::to_string(progress.size()) + " progress entries for " +
+                               std::to_string(plan.consumers()) + " consumers (expected one per consumer)");
   }
   StreamJobState s;
   s.seed = plan.seed();

@@ -75,7 +75,8 @@ class StreamSampler {
   [[nodiscard]] StreamPlan& plan() noexcept { return *plan_; }
   /// Worker w's cursor (w < num_workers(), else config_error).
   [[nodiscard]] StreamCursor& cursor(std::uint64_t w) {
-    if (w >= num_workers_) detail::throw_out_of_range("StreamSampler::cursor", "worker", w, "num_workers", num_workers_);
+    if (w >= num_workers_)
+      detail::throw_out_of_range("StreamSampler::cursor", "worker", w, "num_workers", num_workers_);
     return cursors_[static_cast<std::size_t>(w)];
   }
   /// Worker w's progress after its last micro-batch.
