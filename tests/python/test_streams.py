@@ -137,6 +137,8 @@ def test_refusals_name_the_argument(shards):
         StreamPacker(0, len)
     with pytest.raises(distsampler.ConfigError, match="format 'csv' is unknown"):
         StreamDataset(shards, format="csv", num_replicas=1, rank=0, micro_batch=1)
+    with pytest.raises(distsampler.ConfigError, match="batch_size=4 with a StreamDataset"):
+        DataLoader(StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1), batch_size=4)
     ds = StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=2)
     other = StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=3)
     text = ds.job_state([ds.state_dict()])

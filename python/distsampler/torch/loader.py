@@ -58,7 +58,9 @@ class DataLoader(torch.utils.data.DataLoader):
     ``batch_sampler=`` a ``DistributedBatchSampler``, ``TokenBatchSampler`` or
     ``MixtureBatchSampler``; or an ``IterableDataset`` with one ``ShardStream`` attribute
     whose ``__iter__`` yields one item per stream sample, in order (worker w batches its own
-    stream; ``drop_last`` is refused there). Anything else raises ``ConfigError``.
+    stream; ``drop_last`` is refused there); or a ``StreamDataset`` with ``batch_size=None``
+    (its ``state_dict()`` is this rank's part: see ``StreamDataset.job_state``). Anything
+    else raises ``ConfigError``.
 
     ``state_dict()``: ``{"format", "sampler", "epoch", "batches", "state"}``: the position
     after the batches this loader returned in its latest iteration of the current epoch
@@ -82,6 +84,10 @@ class DataLoader(torch.utils.data.DataLoader):
         super().__init__(dataset, *args, **kwargs)
         if isinstance(dataset, StreamDataset):
             self._source, self._kind = dataset, "passes"
+            if self.batch_size is not None:
+                raise ConfigError(f"DataLoader: batch_size={self.batch_size} with a StreamDataset batches its "
+                                  "micro-batches again (expected batch_size=None: each item is one micro-batch of "
+                                  "micro_batch samples)")
         elif isinstance(dataset, torch.utils.data.IterableDataset):
             self._source, self._kind = _stream_of(dataset), "stream"
             if self.drop_last:
