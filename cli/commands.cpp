@@ -15,6 +15,7 @@ std::vector<CommandSpec> shard_commands();        // shards.cpp: shards
 std::vector<CommandSpec> batch_commands();        // batches.cpp: batches, state
 std::vector<CommandSpec> token_commands();        // tokens.cpp: tokens
 std::vector<CommandSpec> mixture_commands();      // mix.cpp: mix
+std::vector<CommandSpec> pack_commands();         // pack.cpp: pack
 std::vector<CommandSpec> stream_commands();       // streams.cpp: stream
 
 const std::vector<CommandSpec>& commands() {
@@ -22,7 +23,7 @@ const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> table = [] {
     std::vector<CommandSpec> all;
     for (auto family : {distributed_commands, shard_commands, batch_commands, token_commands, mixture_commands,
-                        stream_commands}) {
+                        pack_commands, stream_commands}) {
       for (CommandSpec& c : family()) all.push_back(std::move(c));
     }
     return all;
