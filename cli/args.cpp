@@ -51,6 +51,10 @@ const std::vector<FlagSpec>& flags() {
       {"--sources", "LIST", "sample counts of the mixture's sources, comma-separated"},
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
+      {"--end", "first_exhausted|all_seen|samples|steps",
+       "where a mixture epoch ends: the first source runs out (default), the last one does, or\n"
+       "                               after N samples (positions) or steps (global batches), N from --end-count"},
+      {"--end-count", "N", "with --end samples or steps: how many, at least 1"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
       {"--seq-len", "L", "tokens per packed sequence, 1..8388607"},
       {"--mode", "concat|best-fit",

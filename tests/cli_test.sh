@@ -200,7 +200,7 @@ help_ok check -h -- --size --world --per-rank-seed --shuffle
 help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
-help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --order
+help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --end --end-count --order
 # --help wins wherever it is, even after a bad flag.
 help_ok check --size 1 --bogus 2 --help -- --per-rank-seed
 for c in indices check shards batches state mix; do
@@ -327,6 +327,26 @@ refuse --schedule '--schedule entry 2 step "y"' "${mix[@]}" --schedule '5:1,1,1;
 refuse --order 'would print' mix --sources 1000000000000,1000000000000 --weights 1,1 --world 1 --micro-batch 1 \
     --accum 1 --order
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' "${mix[@]}" --rank 2
+# --end: where the epoch ends (the header counts its steps and positions; G = 16).
+expect 0 '; 7 steps of epoch 0 \(112 positions\)$' -- "${mix[@]}" --end steps --end-count 7 --steps 1
+expect 0 '; 3 steps of epoch 0 \(48 positions\)$' -- "${mix[@]}" --end samples --end-count 48 --steps 1
+# first_exhausted: source 2 (20 samples at 0.2) runs out near position 100; all_seen: source 0 (1000 at 0.5) near 2000.
+expect 0 '; [56] steps of epoch 0 \((9[0-9]|10[0-9]) positions\)$' -- "${mix[@]}" --end first_exhausted --steps 1
+expect 0 '; 12[4-6] steps of epoch 0 \((19[89][0-9]|20[0-1][0-9]) positions\)$' -- "${mix[@]}" --end all_seen --steps 1
+run "${mix[@]}" --steps 1
+default_header="$(head -1 <<<"$out")"
+run "${mix[@]}" --steps 1 --end first_exhausted
+[[ -n "$default_header" && "$default_header" == "$(head -1 <<<"$out")" ]] && passed=$((passed + 1)) ||
+  fail "mix: --end first_exhausted is not the default"
+refuse --end '--end "last" is unknown (expected first_exhausted, all_seen, samples or steps)' "${mix[@]}" --end last
+refuse --end-count '--end samples needs --end-count N' "${mix[@]}" --end samples
+refuse --end-count '--end steps needs --end-count N' "${mix[@]}" --end steps
+refuse --end-count '--end-count 0 is too small (expected at least 1)' "${mix[@]}" --end steps --end-count 0
+refuse --end-count '--end-count "x"' "${mix[@]}" --end samples --end-count x
+refuse --end-count '--end-count is given but --end is first_exhausted' "${mix[@]}" --end-count 5
+refuse --end-count '--end-count is given but --end is all_seen' "${mix[@]}" --end all_seen --end-count 5
+refuse --end 'source 1 never finishes its first pass (its weight drops to 0 before it does; expected --end first_exhausted, samples or steps, or a positive final weight)' mix --sources 10,5 --weights 1,1 --schedule '1:1,0' --world 1 --micro-batch 1 --accum 1 \
+    --end all_seen
 
 # pack: packed sequences per rank and step, states that resume on another world, .idx input.
 pk=(pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 2 --micro-batch 2 --mode best-fit)

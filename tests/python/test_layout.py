@@ -155,8 +155,8 @@ def test_guard_imports_no_family():
     # Each family describes itself (_guard_description); guard.py only reads that.
     text = (PACKAGE / "torch" / "guard.py").read_text(encoding="utf-8")
     imports = [line for line in text.split("\n") if line.startswith(("import ", "from "))]
-    assert imports == ["import torch.distributed as dist", "from .._core import ConfigError",
-                       "from ._common import PUBLIC_MODULE"]
+    assert imports == ["import pickle", "import torch.distributed as dist", "from .._core import ConfigError",
+                       "from ._common import PUBLIC_MODULE", "from ._exchange import exchange, timeout_seconds"]
     assert "isinstance(" not in text
 
 
