@@ -70,6 +70,8 @@ const std::vector<FlagSpec>& flags() {
       {"--data-dims", "NAME,...",
        "with --mesh: the dims that split the data, in the mesh's order (default: those named dp,\n"
        "                               dp_replicate and dp_shard)"},
+      {"--byte-sizes", "FILE|LIST", "byte sizes of the shards (hints for balance): comma-separated, or a file"},
+      {"--keep", "P", "read-time filter: keep each record with probability P (a decimal from 0 to 1)"},
   };
   return table;
 }

@@ -405,8 +405,56 @@ refuse --lengths 'other.idx: wrong magic (expected "MMIDIDX\0\0": not a Megatron
     --lengths "$tmp/other.idx" --seq-len 4 --world 1
 refuse --lengths 'data2.idx: cannot open' pack --lengths "$tmp/data2.idx" --seq-len 4 --world 1
 
+# stream: consumers reading shards of unknown size, B kept samples per micro-batch on every rank in every step.
+st=(stream --shard-sizes 5,0,7,3,9 --world 2 --workers 2 --micro-batch 3 --keep 0.6 --seed 4)
+run "${st[@]}" --steps 8
+[[ $rc -eq 0 && $(grep -c '' <<<"$out") -eq 16 && $(grep -Ec '^step [0-7] rank [01]: \[[0-9]+:[0-9]+ [0-9]+:[0-9]+ [0-9]+:[0-9]+\]$' <<<"$out") -eq 16 ]] &&
+  passed=$((passed + 1)) || fail "stream: expected 16 lines of 3 pass:index entries:"$'\n'"$out$err"
+# Each pass's entries are distinct: no kept sample twice in a pass.
+[[ -z $(grep -oE '[0-9]+:[0-9]+' <<<"$out" | sort | uniq -d) ]] &&
+  passed=$((passed + 1)) || fail "stream: an entry repeats within a pass:"$'\n'"$out"
+# A state after 3 steps, resumed on 3 ranks x 1 worker: steps 3.. follow, nothing of an open pass read twice.
+run "${st[@]}" --steps 8 --state-after 3
+stream_state="$(sed -n 's/^state: //p' <<<"$out")"
+head3="$(grep '^step' <<<"$out")"
+[[ $rc -eq 0 && "$stream_state" == "distsampler-stream v1 seed=4 shards=5 "* && $(grep -c '^step' <<<"$out") -eq 6 ]] &&
+  passed=$((passed + 1)) || fail "stream --state-after 3: expected 6 step lines and a state:"$'\n'"$out$err"
+run stream --shard-sizes 5,0,7,3,9 --world 3 --workers 1 --micro-batch 3 --keep 0.6 --seed 4 --steps 4 --resume "$stream_state"
+[[ $rc -eq 0 && "$out" == "step 3 rank 0: ["* && -z $(printf '%s\n%s\n' "$head3" "$out" | grep -oE '[0-9]+:[0-9]+' | sort | uniq -d) ]] &&
+  passed=$((passed + 1)) || fail "stream --resume: expected steps 3.. with no entry twice:"$'\n'"$out$err"
+expect 0 '^step 0 rank 1: \[0:[0-9]+\]$' -- stream --shard-sizes 4,4 --world 2 --workers 1 --micro-batch 1 --steps 1 --rank 1
+refuse --keep 'pass 0 of 2 shards has no record with an output (the dataset is empty or the filter keeps nothing)' \
+    stream --shard-sizes 4,4 --keep 0 --world 1 --workers 1 --micro-batch 1 --steps 1
+refuse --shard-sizes 'pass 0 of 3 shards has no record with an output' stream --shard-sizes 0,0,0 --world 2 --workers 1 \
+    --micro-batch 1 --steps 1
+refuse --byte-sizes '--byte-sizes has 2 entries for 1 shards of --shard-sizes (expected one per shard)' stream \
+    --shard-sizes 5 --byte-sizes 1,2 --world 1 --workers 1 --micro-batch 1 --steps 1
+refuse --keep '--keep "1.5" is not one probability (expected a decimal from 0 to 1, such as 0.25)' stream \
+    --shard-sizes 5 --keep 1.5 --world 1 --workers 1 --micro-batch 1 --steps 1
+refuse --keep 'is not one probability' stream --shard-sizes 5 --keep 0.5,0.5 --world 1 --workers 1 --micro-batch 1 --steps 1
+refuse --workers '--workers 0 is too small (expected at least 1)' stream --shard-sizes 5 --world 1 --workers 0 \
+    --micro-batch 1 --steps 1
+refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' stream --shard-sizes 5 --world 1 --workers 1 \
+    --micro-batch 0 --steps 1
+refuse --resume '--resume: no checksum= field' stream --shard-sizes 5 --world 1 --workers 1 --micro-batch 1 --steps 1 \
+    --resume 'distsampler-stream v1 seed=0'
+refuse --resume 'checksum mismatch' stream --shard-sizes 5,0,7,3,9 --world 1 --workers 1 --micro-batch 1 --steps 1 \
+    --resume "${stream_state/seed=4/seed=5}"
+refuse --resume '--resume: seed differs (state 4, sampler 0)' stream --shard-sizes 5,0,7,3,9 --world 1 --workers 1 \
+    --micro-batch 1 --steps 1 --resume "$stream_state"
+refuse --resume '--resume: shards differs (state 5, sampler 4)' stream --shard-sizes 5,0,7,3 --world 1 --workers 1 \
+    --micro-batch 1 --steps 1 --seed 4 --resume "$stream_state"
+refuse --state-after '--state-after 3 is outside the steps simulated (expected 0..2)' stream --shard-sizes 5 --world 1 \
+    --workers 1 --micro-batch 1 --steps 2 --state-after 3
+refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' stream --shard-sizes 5,5 --world 2 --workers 1 \
+    --micro-batch 1 --steps 1 --rank 2
+refuse --shard-sizes 'is neither a comma-separated list of sample counts nor an existing file' stream --shard-sizes 5,x \
+    --world 1 --workers 1 --micro-batch 1 --steps 1
+refuse --steps 'is too large for stream' stream --shard-sizes 5 --world 1 --workers 1 --micro-batch 1 \
+    --steps 100000000
+
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack or mesh'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh or stream'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2

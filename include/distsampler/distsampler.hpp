@@ -24,6 +24,7 @@
 #include "packing/packed_sequence_sampler.hpp"
 #include "state.hpp"
 #include "shards/streaming_shard_sampler.hpp"
+#include "streams/stream_sampler.hpp"
 #include "tokens/token_batch_sampler.hpp"
 #include "tokens/plan.hpp"
 #include "verify.hpp"

@@ -26,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   dp::register_mixture(m);
   dp::register_weighted(m);
   dp::register_files(m);
+  dp::register_streams(m);
 }

@@ -166,11 +166,12 @@ def test_guard_imports_no_family():
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
-                "PackedSequenceSampler", "Mesh", "ReadSums"]
+                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
-                  "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups"]
+                  "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups",
+                  "assemble_stream_state", "resume_stream"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():
