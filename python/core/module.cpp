@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
 
   // A family adds its file to python/core/ and one line here (declared in common.hpp).
   dp::register_world(m);
+  dp::register_mesh(m);
   dp::register_state(m);
   dp::register_verify(m);
   dp::register_distributed(m);
@@ -25,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   dp::register_mixture(m);
   dp::register_weighted(m);
   dp::register_files(m);
+  dp::register_streams(m);
 }

@@ -25,6 +25,9 @@
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``DataLoader``: torch's ``DataLoader`` over these samplers whose ``state_dict`` names
   the batches the training loop received (never what workers prefetched).
+- ``StreamDataset``: an ``IterableDataset`` over shard files of unknown size, read by
+  passes with a read-time ``filter`` and on-the-fly packing (``StreamPacker``), the same
+  steps on every rank without a collective, resumable on any world.
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
 The world (rank and world size) comes from the explicit arguments when given, else from
@@ -49,6 +52,7 @@ from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSample
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .sharded import ShardedDataset, ShardedItem
+from .streams import StreamBatch, StreamDataset, StreamItem, StreamPacker
 from .tokens import EmptyToNone, TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler
 
@@ -74,4 +78,8 @@ __all__ = [
     "read_megatron_index",
     "megatron_tokens",
     "MegatronIndex",
+    "StreamDataset",
+    "StreamPacker",
+    "StreamItem",
+    "StreamBatch",
 ]

@@ -16,6 +16,7 @@ from .packing import (
 from .sampler import DistributedSampler as DistributedSampler
 from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
 from .sharded import ShardedDataset as ShardedDataset, ShardedItem as ShardedItem
+from .streams import StreamBatch as StreamBatch, StreamDataset as StreamDataset, StreamItem as StreamItem, StreamPacker as StreamPacker
 from .tokens import EmptyToNone as EmptyToNone, TokenBatchSampler as TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler as DistributedWeightedRandomSampler
 

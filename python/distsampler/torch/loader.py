@@ -22,6 +22,7 @@ from .mixture import MixtureBatchSampler
 from .packing import PackedSequenceSampler
 from .sampler import DistributedSampler
 from .shards import ShardStream
+from .streams import StreamDataset
 from .tokens import TokenBatchSampler
 from .weighted import DistributedWeightedRandomSampler
 
@@ -59,7 +60,9 @@ class DataLoader(torch.utils.data.DataLoader):
     ``batch_sampler=`` a ``DistributedBatchSampler``, ``TokenBatchSampler`` or
     ``MixtureBatchSampler``; or an ``IterableDataset`` with one ``ShardStream`` attribute
     whose ``__iter__`` yields one item per stream sample, in order (worker w batches its own
-    stream; ``drop_last`` is refused there). Anything else raises ``ConfigError``.
+    stream; ``drop_last`` is refused there); or a ``StreamDataset`` with ``batch_size=None``
+    (its ``state_dict()`` is this rank's part: see ``StreamDataset.job_state``). Anything
+    else raises ``ConfigError``.
 
     ``state_dict()``: ``{"format", "sampler", "epoch", "batches", "state"}``: the position
     after the batches this loader returned in its latest iteration of the current epoch
@@ -81,7 +84,13 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __init__(self, dataset, *args, padding_mask=False, **kwargs):
         super().__init__(dataset, *args, **kwargs)
-        if isinstance(dataset, torch.utils.data.IterableDataset):
+        if isinstance(dataset, StreamDataset):
+            self._source, self._kind = dataset, "passes"
+            if self.batch_size is not None:
+                raise ConfigError(f"DataLoader: batch_size={self.batch_size} with a StreamDataset batches its "
+                                  "micro-batches again (expected batch_size=None: each item is one micro-batch of "
+                                  "micro_batch samples)")
+        elif isinstance(dataset, torch.utils.data.IterableDataset):
             self._source, self._kind = _stream_of(dataset), "stream"
             if self.drop_last:
                 raise ConfigError("DataLoader: drop_last=True with a ShardStream dataset drops each worker's last "
@@ -91,7 +100,8 @@ class DataLoader(torch.utils.data.DataLoader):
             self._source, self._kind = self.batch_sampler, "batch"
         else:
             self._source, self._kind = self.sampler, "sample"
-        allowed = {"stream": (ShardStream,), "batch": _BATCH, "sample": _PER_SAMPLE}[self._kind]
+        allowed = {"stream": (ShardStream,), "passes": (StreamDataset,), "batch": _BATCH,
+                   "sample": _PER_SAMPLE}[self._kind]
         if not isinstance(self._source, allowed):
             arg = "batch_sampler" if self._kind == "batch" else "sampler"
             raise ConfigError(f"DataLoader: {arg}={type(self._source).__name__} is not a sampler this loader can "
@@ -101,7 +111,7 @@ class DataLoader(torch.utils.data.DataLoader):
                               "(its draws carry no padding flag; expected padding_mask=False)")
         self._padding_mask = bool(padding_mask)
         self._step = 1 if self.batch_size is None else self.batch_size
-        if self._kind != "stream":
+        if self._kind not in ("stream", "passes"):
             attach(self._source, self)
         self._pass = 0  # identifies the latest iteration; older iterators stop counting
         self._pass_epoch = None  # epoch of the latest iteration, None when there is none
@@ -118,6 +128,8 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _begin_pass(self):
         source = self._source
+        if self._kind == "passes":
+            source._begin(self.num_workers)
         if self._kind == "stream" and source._pending is not None and source._cell.version == self._stream_version:
             source._pending = None  # a loaded state applies to one pass; then the whole epoch again
         if (self._finished and not self._warned and source.epoch == self._pass_epoch and source.shuffle
@@ -173,6 +185,8 @@ class DataLoader(torch.utils.data.DataLoader):
             inner = source.state_dict(samples=done)
         elif self._kind == "batch":
             inner = source.state_dict(batches=done)
+        elif self._kind == "passes":
+            inner = source.state_dict()
         else:
             inner = source.state_dict(done, self._step, self.num_workers)
         return {"format": _FORMAT, "sampler": type(source).__name__, "epoch": inner["epoch"],
@@ -260,6 +274,8 @@ class _LoopIterator:
         except StopIteration:
             loader._ended(self._pass_id)
             raise
+        if loader._kind == "passes":
+            batch = loader._source._received_batch(batch, self._pass_id == loader._pass)
         if loader._padding_mask and self._pass_id == loader._pass:
             batch = MaskedBatch(batch, loader._mask(loader._received))
         loader._returned(self._pass_id)

@@ -1,0 +1,206 @@
+// distsampler streams family: the pass plan, which consumer reads which shard pieces in each pass of shards of unknown
+// size. SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_STREAMS_PLAN_HPP
+#define DISTSAMPLER_STREAMS_PLAN_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../detail/mix.hpp"
+#include "../error.hpp"
+#include "../feistel.hpp"
+#include "../state/format.hpp"
+#include "../version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+
+/// One consumer's piece of one shard: the shard's records `part + j * parts` for j >= `offset`
+/// (every record when parts is 1). A shard is cut into parts only when there are fewer shards
+/// than consumers, so that no consumer is idle; `offset` is above 0 for the unread rest of a
+/// piece that was being read when a state was saved. Plain data.
+struct StreamPiece {
+  std::uint64_t shard = 0;
+  std::uint64_t part = 0;
+  std::uint64_t parts = 1;
+  std::uint64_t offset = 0;
+
+  /// The shard record of the piece's j-th record: part + j * parts (saturating at 2^64 - 1,
+  /// which no shard reaches).
+  [[nodiscard]] constexpr std::uint64_t record(std::uint64_t j) const noexcept {
+    return j > (UINT64_MAX - part) / parts ? UINT64_MAX : part + j * parts;
+  }
+  friend constexpr bool operator==(const StreamPiece& a, const StreamPiece& b) noexcept {
+    return a.shard == b.shard && a.part == b.part && a.parts == b.parts && a.offset == b.offset;
+  }
+  friend constexpr bool operator!=(const StreamPiece& a, const StreamPiece& b) noexcept { return !(a == b); }
+};
+
+/// A pass's unread pieces as a saved state records them (StreamJobState::open).
+struct StreamOpenPass {
+  std::uint64_t pass = 0;
+  std::vector<StreamPiece> pieces;
+};
+
+/// Which consumer reads which pieces in every pass, for `consumers` consumers (rank x loader
+/// worker) over `shards` shards whose record counts are unknown. Pass p walks every shard in
+/// the order FeistelPermutation(shards, seed, p); with fewer shards than consumers each shard
+/// is cut by stride into ceil(consumers / shards) parts (the part order rotated by the pass).
+/// The pieces are dealt heaviest first (ties in that order), each to the consumer with the
+/// least load so far (ties to the lower consumer), and each consumer reads its pieces in pass
+/// order; the load is the piece's share of its shard's byte size (the
+/// hints; every shard weighs 1 without them) summed over every fresh pass of this plan: a
+/// consumer that got more in one pass gets less in the next, so consumers do not drift apart.
+///
+/// A plan resumed from a state (resume()) first deals each open pass's unread pieces afresh
+/// over its consumers (in pass order, from zero loads), treats the other passes before the
+/// state's next_pass as fully read, and deals fresh passes from next_pass on.
+///
+/// share() is O(shards * parts * log consumers) for each pass dealt the first time (passes
+/// are dealt in order and kept until release_before), O(1) after. Memory O(pieces) per kept
+/// pass. Deterministic: a pure function of (shards, hints, seed, consumers, state). Not
+/// thread-safe: give each thread its own plan (two plans from the same inputs agree).
+class StreamPlan {
+ public:
+  /// Throws config_error when shards or consumers is 0, or when byte_sizes is neither empty
+  /// nor one size per shard.
+  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers)
+      : shards_(shards), seed_(seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
+    if (shards_ == 0) detail::throw_config_error("StreamPlan: shards 0 is too few (expected at least 1)");
+    if (consumers_ == 0) detail::throw_config_error("StreamPlan: consumers 0 is too few (expected at least 1)");
+    if (!byte_sizes_.empty() && byte_sizes_.size() != shards_) {
+      detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) + " entries for " +
+                                 std::to_string(shards_) + " shards (expected one per shard, or none)");
+    }
+    loads_.assign(consumers_, 0);
+  }
+
+  /// Builds the plan that continues `next_pass` and `open` (as StreamJobState records them,
+  /// already validated against this dataset) on this plan's consumers. Strong guarantee.
+  void resume(std::uint64_t next_pass, const std::vector<StreamOpenPass>& open) {
+    std::map<std::uint64_t, std::vector<std::vector<StreamPiece>>> dealt;
+    for (const StreamOpenPass& o : open) {
+      std::vector<StreamPiece> pieces = o.pieces;
+      const FeistelPermutation order(shards_, seed_, o.pass);
+      std::sort(pieces.begin(), pieces.end(), [&](const StreamPiece& a, const StreamPiece& b) {
+        const std::uint64_t pa = order.inverse(a.shard), pb = order.inverse(b.shard);
+        return pa != pb ? pa < pb : a.part < b.part;
+      });
+      std::vector<std::uint64_t> zero(consumers_, 0);
+      dealt[o.pass] = deal(pieces, zero);
+    }
+    first_fresh_ = next_pass;
+    next_deal_ = next_pass;
+    dealt_.swap(dealt);
+    loads_.assign(consumers_, 0);
+  }
+
+  [[nodiscard]] std::uint64_t shards() const noexcept { return shards_; }
+  [[nodiscard]] std::uint64_t consumers() const noexcept { return consumers_; }
+  [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
+  [[nodiscard]] const std::vector<std::uint64_t>& byte_sizes() const noexcept { return byte_sizes_; }
+  /// The first pass dealt in full on this plan's consumers (0, or a resumed state's next_pass);
+  /// passes before it hold only what the state left unread.
+  [[nodiscard]] std::uint64_t first_fresh_pass() const noexcept { return first_fresh_; }
+  /// Parts each shard of a fresh pass is cut into: 1, or ceil(consumers / shards) when there
+  /// are fewer shards than consumers.
+  [[nodiscard]] std::uint64_t parts() const noexcept {
+    return shards_ >= consumers_ ? 1 : consumers_ / shards_ + (consumers_ % shards_ != 0 ? 1 : 0);
+  }
+  /// A 64-bit hash of the shard count and the byte-size hints (what a state must match).
+  [[nodiscard]] std::uint64_t layout() const noexcept {
+    std::uint64_t h = detail::hash_field(0xcbf29ce484222325u, "distsampler-streams-layout-v1");
+    h = detail::hash_field(h, shards_);
+    h = detail::hash_field(h, static_cast<std::uint64_t>(byte_sizes_.size()));
+    for (const std::uint64_t b : byte_sizes_) h = detail::hash_field(h, b);
+    return detail::mix64(h);
+  }
+
+  /// The pieces `consumer` reads in `pass`, in reading order (empty for a pass the resumed
+  /// state left fully read). Throws config_error for consumer >= consumers(); passes released
+  /// by release_before() are empty. The reference stays valid until release_before(p > pass).
+  [[nodiscard]] const std::vector<StreamPiece>& share(std::uint64_t pass, std::uint64_t consumer) {
+    if (consumer >= consumers_)
+      detail::throw_out_of_range("StreamPlan::share", "consumer", consumer, "consumers", consumers_);
+    const auto* shares = dealt(pass);
+    return shares == nullptr ? empty_ : (*shares)[consumer];
+  }
+
+  /// Forgets the deals of passes before `pass` (what no consumer reads any more). O(log passes).
+  void release_before(std::uint64_t pass) {
+    released_ = std::max(released_, pass);
+    dealt_.erase(dealt_.begin(), dealt_.lower_bound(pass));
+  }
+
+ private:
+  using Shares = std::vector<std::vector<StreamPiece>>;
+
+  [[nodiscard]] std::uint64_t weight(const StreamPiece& p) const noexcept {
+    const std::uint64_t bytes = byte_sizes_.empty() ? 1 : byte_sizes_[p.shard];
+    return std::max<std::uint64_t>(1, bytes / p.parts);
+  }
+
+  // The greedy deal, heaviest piece first (ties in pass order), each to the least loaded
+  // consumer (ties to the lower index); each share is then read in pass order.
+  [[nodiscard]] Shares deal(const std::vector<StreamPiece>& pieces, std::vector<std::uint64_t>& loads) const {
+    using Entry = std::pair<std::uint64_t, std::uint64_t>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    for (std::uint64_t c = 0; c < consumers_; ++c) heap.emplace(loads[c], c);
+    std::vector<std::size_t> by_weight(pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) by_weight[i] = i;
+    std::stable_sort(by_weight.begin(), by_weight.end(),
+                     [&](std::size_t a, std::size_t b) { return weight(pieces[a]) > weight(pieces[b]); });
+    std::vector<std::vector<std::size_t>> picked(consumers_);
+    for (const std::size_t i : by_weight) {
+      const Entry top = heap.top();
+      heap.pop();
+      picked[top.second].push_back(i);
+      const std::uint64_t w = weight(pieces[i]);
+      loads[top.second] = top.first > UINT64_MAX - w ? UINT64_MAX : top.first + w;
+      heap.emplace(loads[top.second], top.second);
+    }
+    Shares shares(consumers_);
+    for (std::uint64_t c = 0; c < consumers_; ++c) {
+      std::sort(picked[c].begin(), picked[c].end());
+      for (const std::size_t i : picked[c]) shares[c].push_back(pieces[i]);
+    }
+    return shares;
+  }
+
+  [[nodiscard]] const Shares* dealt(std::uint64_t pass) {
+    if (pass < released_) return nullptr;
+    auto it = dealt_.find(pass);
+    if (it != dealt_.end()) return &it->second;
+    if (pass < first_fresh_) return nullptr;
+    const std::uint64_t s = parts();
+    while (next_deal_ <= pass) {
+      const FeistelPermutation order(shards_, seed_, next_deal_);
+      std::vector<StreamPiece> pieces;
+      pieces.reserve(static_cast<std::size_t>(shards_ * s));
+      for (std::uint64_t i = 0; i < shards_; ++i) {
+        const std::uint64_t shard = order(i);
+        for (std::uint64_t k = 0; k < s; ++k) pieces.push_back(StreamPiece{shard, (k + next_deal_) % s, s, 0});
+      }
+      Shares shares = deal(pieces, loads_);
+      if (next_deal_ >= released_) dealt_[next_deal_] = std::move(shares);
+      ++next_deal_;
+    }
+    return &dealt_[pass];
+  }
+
+  std::uint64_t shards_, seed_, consumers_;
+  std::vector<std::uint64_t> byte_sizes_;
+  std::vector<std::uint64_t> loads_;
+  std::map<std::uint64_t, Shares> dealt_;
+  std::uint64_t first_fresh_ = 0, next_deal_ = 0, released_ = 0;
+  std::vector<StreamPiece> empty_;
+};
+
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_STREAMS_PLAN_HPP

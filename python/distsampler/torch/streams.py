@@ -1,0 +1,290 @@
+# distsampler.torch.streams: StreamDataset, read-time streams over shard files of unknown size (filters, packing).
+# SPDX-License-Identifier: MIT
+"""``StreamDataset``: an ``IterableDataset`` over shard files whose record counts are unknown
+until read (JSON Lines, WebDataset tar, ``.npy``; no index is built). Training runs by steps:
+each consumer (rank x DataLoader worker) reads its own stream of passes, a pass being one
+walk over every shard in a new order, and yields exactly ``micro_batch`` kept samples (or
+packed sequences) per item, so every rank has the same number of steps with no collective.
+Within a pass every kept sample is read once, by one consumer (docs/STREAMS.md).
+
+Checkpoint through ``distsampler.torch.DataLoader``: ``loader.state_dict()`` is this rank's
+part (what its loop received from each worker); gather the parts of every rank and
+``StreamDataset.job_state(parts)`` gives the job's state text, which
+``loader.load_state_dict`` takes on any world size and worker count.
+"""
+
+import collections
+import json
+import os
+import tarfile
+
+import numpy as np
+import torch
+import torch.utils.data
+
+from .. import _core
+from .._core import ConfigError, StateError
+from ._common import PUBLIC_MODULE, _resolve_world
+from ._stream_cell import StreamCell
+
+__all__ = ["StreamDataset", "StreamPacker", "StreamItem", "StreamBatch"]
+
+_FORMATS = ("jsonl", "tar", "npy")
+_FORMAT = 1
+
+StreamItem = collections.namedtuple("StreamItem", ["record", "pass_", "shard", "index"], module=PUBLIC_MODULE)
+StreamItem.__doc__ = "A kept record, the pass it was read in, its shard and its record number in the shard."
+StreamBatch = collections.namedtuple("StreamBatch", ["data", "consumer", "progress"], module=PUBLIC_MODULE)
+StreamBatch.__doc__ = ("One micro-batch as a worker yields it: the data, the consumer (rank x num_workers + worker) "
+                       "and its progress after it; distsampler.torch.DataLoader keeps the progress and passes on data.")
+
+
+def _format_of(who, path, fmt):
+    if fmt is not None:
+        if fmt not in _FORMATS:
+            raise ConfigError(f"{who}: format {fmt!r} is unknown (expected one of {', '.join(_FORMATS)} or None)")
+        return fmt
+    ext = os.path.splitext(path)[1].lower()
+    found = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tar": "tar", ".npy": "npy"}.get(ext)
+    if found is None:
+        raise ConfigError(f"{who}: the format of {path!r} is not known from its extension {ext!r} (expected .jsonl, "
+                          ".ndjson, .tar or .npy, or format=)")
+    return found
+
+
+class _ShardReader:
+    """Sequential reads of one shard: record i costs nothing extra when i follows the last one."""
+
+    def __init__(self, path, fmt):
+        self.path, self.fmt = path, fmt
+        self._it, self._next, self._array = None, 0, None
+
+    def _records(self):
+        if self.fmt == "jsonl":
+            with open(self.path, "rb") as f:
+                for line in f:
+                    if line.strip():
+                        yield json.loads(line)
+        elif self.fmt == "tar":
+            with tarfile.open(self.path, "r|*") as tar:  # streamed: no index
+                key, sample = None, {}
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    base = os.path.basename(member.name)
+                    k, _, ext = base.partition(".")
+                    k = os.path.join(os.path.dirname(member.name), k)
+                    if key is not None and k != key:
+                        yield sample
+                        sample = {}
+                    key = k
+                    sample[ext] = tar.extractfile(member).read()
+                    sample["__key__"] = k
+                if key is not None:
+                    yield sample
+        else:
+            for row in np.load(self.path, mmap_mode="r"):
+                yield np.array(row)
+
+    def get(self, i):
+        """Record i, or None past the end."""
+        if self._it is None or i < self._next:
+            self._it, self._next = self._records(), 0
+        for rec in self._it:
+            self._next += 1
+            if self._next - 1 == i:
+                return rec
+        self._it = iter(())
+        return None
+
+
+class StreamPacker:
+    """Packs documents into sequences of ``sequence_length`` tokens: ``tokenize(record)`` gives
+    a document's token ids (known only once read); documents are concatenated and cut at
+    sequence boundaries, a document's rest carried to the next micro-batch and across a
+    checkpoint (a resume re-reads that document and continues it at the saved token)."""
+
+    __module__ = PUBLIC_MODULE
+
+    def __init__(self, sequence_length, tokenize):
+        if not isinstance(sequence_length, int) or isinstance(sequence_length, bool) or sequence_length < 1:
+            raise ConfigError(f"StreamPacker: sequence_length {sequence_length!r} is out of range (expected an int "
+                              ">= 1)")
+        if not callable(tokenize):
+            raise ConfigError(f"StreamPacker: tokenize {tokenize!r} is not callable (expected record -> token ids)")
+        self.sequence_length, self.tokenize = sequence_length, tokenize
+
+
+class StreamDataset(torch.utils.data.IterableDataset):
+    """Read-time streams over shard files of unknown size (see the module).
+
+    ``paths``: the shard files; ``format``: ``"jsonl"``, ``"tar"``, ``"npy"`` or None (from the
+    extension). ``micro_batch``: kept samples (or, with ``packer``, sequences) per item.
+    ``filter(record) -> bool``: the read-time keep decision. ``packer``: a ``StreamPacker``;
+    items are then int64 tensors ``[micro_batch, sequence_length]``, else lists of
+    ``StreamItem``. ``byte_sizes``: balance hints, by default the files' sizes (``None``: none).
+    ``num_replicas``/``rank``: the world (default: torch.distributed, else the environment).
+    Raises ``ConfigError`` for bad arguments; ``StateError`` for a bad or mismatched state.
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def __init__(self, paths, format=None, num_replicas=None, rank=None, *, micro_batch, seed=0, filter=None,
+                 packer=None, byte_sizes="auto", state_capacity=1 << 20):
+        who = type(self).__name__
+        if isinstance(paths, (str, bytes, os.PathLike)) or not paths:
+            raise ConfigError(f"{who}: paths {paths!r} is not a non-empty list of shard files")
+        self.paths = [os.fsdecode(os.fspath(p)) for p in paths]
+        self.formats = [_format_of(who, p, format) for p in self.paths]
+        if not isinstance(micro_batch, int) or isinstance(micro_batch, bool) or micro_batch < 1:
+            raise ConfigError(f"{who}: micro_batch {micro_batch!r} is out of range (expected an int >= 1)")
+        if filter is not None and not callable(filter):
+            raise ConfigError(f"{who}: filter {filter!r} is not callable (expected record -> bool, or None)")
+        if packer is not None and not isinstance(packer, StreamPacker):
+            raise ConfigError(f"{who}: packer {packer!r} is not a StreamPacker (expected one, or None)")
+        if byte_sizes == "auto":
+            byte_sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in self.paths]
+        self.byte_sizes = [] if byte_sizes is None else [int(b) for b in byte_sizes]
+        if self.byte_sizes and len(self.byte_sizes) != len(self.paths):
+            raise ConfigError(f"{who}: byte_sizes has {len(self.byte_sizes)} entries for {len(self.paths)} paths "
+                              "(expected one per path, 'auto' or None)")
+        self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
+        self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
+        self._cell = StreamCell(state_capacity, who)
+        self._base = None  # the job state text this run resumed from
+        self._received = {}  # consumer -> progress after the last micro-batch the loop received
+        self._step0, self._steps = 0, 0
+        self._consumers = None
+
+    # The loader's hooks (DataLoader checks epoch and shuffle for its warnings).
+    epoch = 0
+    shuffle = False
+
+    def _guard_description(self):
+        return f"StreamDataset(shards={len(self.paths)}, seed={self.seed}, micro_batch={self.micro_batch})"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_cell"] = self._cell.tensors()
+        return state
+
+    def __setstate__(self, state):
+        head, text, capacity = state["_cell"]
+        state["_cell"] = StreamCell.from_tensors(head, text, capacity, type(self).__name__)
+        self.__dict__.update(state)
+
+    # -- reading --------------------------------------------------------------------------
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        consumers = self.world_size * workers
+        shared = json.loads(self._cell.text) if self._cell.text else {"base": None, "consumers": consumers,
+                                                                        "progress": {}}
+        consumer = self.rank * workers + worker
+        progress = shared["progress"].get(str(consumer)) if shared["consumers"] == consumers else None
+        if shared["progress"] and shared["consumers"] != consumers:
+            raise ConfigError(f"StreamDataset: the loader's num_workers changed between iterations ({consumers} "
+                              f"consumers now, {shared['consumers']} before; expected the same, or a state "
+                              "loaded through load_state_dict)")
+        cursor = _core.StreamCursor(len(self.paths), self.byte_sizes, self.seed, consumers, consumer,
+                                    shared["base"], None if progress is None else _to_progress(progress))
+        readers, docs = {}, {}
+
+        def record(shard, index):
+            if shard not in readers:
+                readers[shard] = _ShardReader(self.paths[shard], self.formats[shard])
+            return readers[shard].get(index)
+
+        def read(pass_, shard, index):
+            rec = record(shard, index)
+            if rec is None:
+                return None
+            if self.filter is not None and not self.filter(rec):
+                return 0
+            if self.packer is None:
+                docs[(shard, index)] = rec
+                return 1
+            tokens = list(self.packer.tokenize(rec))
+            if tokens:
+                docs[(shard, index)] = tokens
+            return len(tokens)
+
+        while True:
+            size = self.micro_batch * (1 if self.packer is None else self.packer.sequence_length)
+            emits = cursor.next(size, read)
+            data = []
+            for pass_, shard, index, begin, end in emits:
+                got = docs.pop((shard, index), None)
+                if got is None:  # a carried document after a resume: read it again
+                    rec = record(shard, index)
+                    got = list(self.packer.tokenize(rec)) if self.packer is not None else rec
+                if self.packer is None:
+                    data.append(StreamItem(got, pass_, shard, index))
+                else:
+                    data.extend(got[begin:end])
+                    if end < len(got):
+                        docs[(shard, index)] = got
+            if self.packer is not None:
+                data = torch.tensor(data, dtype=torch.int64).view(self.micro_batch, self.packer.sequence_length)
+            yield StreamBatch(data, consumer, cursor.progress())
+
+    # -- the loader's protocol ------------------------------------------------------------
+    def _begin(self, num_workers):
+        """Before a DataLoader iteration: the workers continue from what the loop received."""
+        consumers = self.world_size * max(1, num_workers)
+        if self._consumers is not None and self._consumers != consumers and self._received:
+            raise ConfigError(f"StreamDataset: the loader's num_workers changed between iterations ({consumers} "
+                              f"consumers now, {self._consumers} before; expected the same, or a state loaded "
+                              "through load_state_dict)")
+        self._consumers = consumers
+        payload = {"base": self._base, "consumers": consumers,
+                   "progress": {str(c): _from_progress(p) for c, p in self._received.items()}}
+        self._cell.write(0, json.dumps(payload, separators=(",", ":")))
+
+    def _received_batch(self, batch, counts):
+        if not isinstance(batch, StreamBatch):
+            return batch
+        if counts:
+            self._received[batch.consumer] = batch.progress
+            self._steps += 1
+        return batch.data
+
+    def state_dict(self):
+        """This rank's part of the job state: the progress of its consumers the loop received."""
+        return {"format": _FORMAT, "epoch": 0, "base": self._base, "rank": self.rank, "world_size": self.world_size,
+                "consumers": self._consumers or self.world_size, "step": self._step0 + self._steps,
+                "progress": {str(c): _from_progress(p) for c, p in self._received.items()}}
+
+    def job_state(self, parts):
+        """The job's state text from every rank's ``state_dict()`` part (gathered by the caller)."""
+        who = "StreamDataset.job_state"
+        if not parts:
+            raise StateError(f"{who}: parts is empty (expected every rank's state_dict())")
+        consumers, base = parts[0]["consumers"], parts[0]["base"]
+        progress = {}
+        for part in parts:
+            if part.get("format") != _FORMAT or part["consumers"] != consumers or part["base"] != base:
+                raise StateError(f"{who}: the parts come from different runs (expected every rank's state_dict() "
+                                 "of one step)")
+            progress.update(part["progress"])
+        start = _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, consumers, base)
+        full = [_to_progress(progress[str(c)]) if str(c) in progress else start[c] for c in range(consumers)]
+        return _core.assemble_stream_state(len(self.paths), self.byte_sizes, self.seed, consumers, base, full,
+                                           max(p["step"] for p in parts))
+
+    def load_state_dict(self, state):
+        """Loads a job state text (``job_state``), for any world size and worker count."""
+        if not isinstance(state, str):
+            raise StateError(f"StreamDataset.load_state_dict: expected the job state text from job_state(), got "
+                             f"{type(state).__name__}")
+        _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, 1, state)  # validates
+        self._base, self._received, self._consumers = state, {}, None
+        self._step0, self._steps = int(state.split(" step=")[1].split(" ")[0]), 0
+
+
+def _from_progress(p):
+    return [p[0], p[1], p[2], [list(c) for c in p[3]]]
+
+
+def _to_progress(p):
+    return (p[0], p[1], p[2], [tuple(c) for c in p[3]])
