@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/checked.hpp"
 #include "error.hpp"
 #include "version.hpp"
 
@@ -42,11 +43,7 @@ class WorkerSchedule {
       : k_(accumulation_steps), workers_(num_workers), who_(who) {
     if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
     if (workers_ == 0) detail::throw_config_error(std::string(who) + ": num_workers is 0 (expected at least 1)");
-    if (num_steps != 0 && k_ > UINT64_MAX / num_steps) {
-      detail::throw_config_error(std::string(who) + ": num_steps " + std::to_string(num_steps) +
-                                 " x accumulation_steps " + std::to_string(k_) + " overflows 64 bits");
-    }
-    total_ = num_steps * k_;
+    total_ = detail::checked_mul(who, "num_steps", num_steps, "accumulation_steps", k_);
   }
 
   /// Micro-batches of the rank: num_steps x accumulation_steps.
