@@ -34,7 +34,9 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
       // Micro-batches number step * K + k; returns those in [first, first + count) as lists.
       .def("micro_batches",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
-             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t k = b.micro_batches_per_step();
+             const std::uint64_t total =
+                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps", k);
              if (first > total) first = total;
              if (count > total - first) count = total - first;
              std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
@@ -43,7 +45,7 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
                for (std::uint64_t j = 0; j < count; ++j) {
                  const std::uint64_t id = first + j;
                  auto& v = out[static_cast<std::size_t>(j)];
-                 v.resize(static_cast<std::size_t>(b.micro_batch_size()));
+                 v.resize(static_cast<std::size_t>(b.micro_batch_length(id / k, id % k)));  // not m: see tail
                  v.resize(static_cast<std::size_t>(b.fill_micro_batch(id / k, id % k, v.data())));
                }
              }
@@ -55,11 +57,14 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
       // their lengths (shorter only in an uneven last step; the rest of such a row is 0).
       .def("micro_batch_block",
            [](const B& b, std::uint64_t first, std::uint64_t count) {
-             const std::uint64_t k = b.micro_batches_per_step(), total = b.num_steps() * k;
+             const std::uint64_t k = b.micro_batches_per_step();
+             const std::uint64_t total =
+                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps", k);
              const std::uint64_t width = b.micro_batch_size();
              if (first > total) first = total;
              if (count > total - first) count = total - first;
-             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * width));
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(
+                 ds::detail::checked_mul("DistributedBatchSampler", "count", count, "micro_batch_size", width)));
              std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
              {
                py::gil_scoped_release release;

@@ -59,7 +59,9 @@ void register_mixture(py::module_& m) {
       // Micro-batches number step * K + k; those in [first, first + count) as lists of
       // (source, index) pairs.
       .def("micro_batches", [](const X& x, std::uint64_t first, std::uint64_t count) {
-        const std::uint64_t k = x.micro_batches_per_step(), total = x.num_steps() * k;
+        const std::uint64_t k = x.micro_batches_per_step();
+        const std::uint64_t total =
+            ds::detail::checked_mul("MixtureBatchSampler", "num_steps", x.num_steps(), "accumulation_steps", k);
         if (first > total) first = total;
         if (count > total - first) count = total - first;
         std::vector<std::vector<ds::MixtureIndex>> out(static_cast<std::size_t>(count));

@@ -14,6 +14,7 @@ from ._common import (
     _generate,
     _resolve_world,
     _seed64,
+    _sequence,
     _unsigned,
 )
 from ._stream_cell import StreamCell
@@ -112,7 +113,8 @@ class ShardStream:
                                                 "shuffle_window": shuffle_window, "rotate_shards": rotate_shards})
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
-        self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
+        self.shard_sizes = [_unsigned(who, "shard size", s)
+                            for s in _sequence(who, "shard_sizes", shard_sizes, "a list of shard sizes")]
         self.shuffle = bool(shuffle)
         self.seed = seed
         self.tail = tail
