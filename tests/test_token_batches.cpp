@@ -373,7 +373,8 @@ TEST_CASE("Token batches: bad input throws config_error naming the sample or opt
                     "step of them)");
   {
     // At the bound: one step of 2^20 micro-batches, three of them real.
-    const ds::TokenBatchSampler edge(3, lengths, ds::World(0, 1024), ds::TokenBatchOptions(o).with_accumulation_steps(1024));
+    const ds::TokenBatchSampler edge(3, lengths, ds::World(0, 1024),
+                                     ds::TokenBatchOptions(o).with_accumulation_steps(1024));
     CHECK(edge.num_steps() == 1);
     CHECK(edge.stats().micro_batches == ds::TokenBatchSampler::max_group);
   }

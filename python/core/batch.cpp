@@ -36,7 +36,8 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
            [](const B& b, std::uint64_t first, std::uint64_t count) {
              const std::uint64_t k = b.micro_batches_per_step();
              const std::uint64_t total =
-                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps", k);
+                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps",
+                                         k);
              if (first > total) first = total;
              if (count > total - first) count = total - first;
              std::vector<std::vector<std::uint64_t>> out(static_cast<std::size_t>(count));
@@ -59,7 +60,8 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
            [](const B& b, std::uint64_t first, std::uint64_t count) {
              const std::uint64_t k = b.micro_batches_per_step();
              const std::uint64_t total =
-                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps", k);
+                 ds::detail::checked_mul("DistributedBatchSampler", "num_steps", b.num_steps(), "accumulation_steps",
+                                         k);
              const std::uint64_t width = b.micro_batch_size();
              if (first > total) first = total;
              if (count > total - first) count = total - first;

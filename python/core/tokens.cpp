@@ -46,7 +46,11 @@ class TokenCore {
         size_(lengths_.size()),
         sampler_(std::move(sampler)) {}
   TokenCore(const TokenCore& other)
-      : lengths_(other.lengths_), lock_(other.lock_), data_(other.data_), size_(other.size_), sampler_(other.sampler_) {}
+      : lengths_(other.lengths_),
+        lock_(other.lock_),
+        data_(other.data_),
+        size_(other.size_),
+        sampler_(other.sampler_) {}
 
   // The sampler, once the lengths are known to be where it reads them; call with the GIL.
   const ds::TokenBatchSampler& sampler() const {

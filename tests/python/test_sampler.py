@@ -159,7 +159,8 @@ def test_world_from_environment(monkeypatch):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        (dict(num_replicas=4, rank=4), r"^DistributedSampler: rank 4 is out of range for num_replicas 4 \(expected 0..3\)$"),
+        (dict(num_replicas=4, rank=4),
+         r"^DistributedSampler: rank 4 is out of range for num_replicas 4 \(expected 0..3\)$"),
         (dict(num_replicas=4, rank=-1), r"rank -1 is out of range for num_replicas 4 \(expected 0..3\)"),
         (dict(num_replicas=0, rank=0), r"^DistributedSampler: num_replicas is 0 \(expected at least 1\)$"),
         (dict(num_replicas=2, rank=0, tail="middle"), r'tail \'middle\' is unknown \(expected "pad", "drop"'),

@@ -1,4 +1,4 @@
-// distsampler internal: the one checked product of sizes (world x accumulation x micro-batch x ...), throwing on 64-bit overflow.
+// distsampler internal: the one checked product of sizes (world, accumulation, micro-batch, ...) for every family.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DETAIL_CHECKED_HPP
 #define DISTSAMPLER_DETAIL_CHECKED_HPP

@@ -138,8 +138,9 @@ class TokenWindow {
 /// state of other lengths or budgets is refused.
 ///
 /// Throws config_error from the constructors (bad World or options, world_size x
-/// accumulation_steps over 64 bits or over max_group, lengths count != dataset_size, a zero length, a sample over the budget under Oversize::error), naming the
-/// option or sample; state_error from resume. Strong guarantee for set_epoch, next_epoch and
+/// accumulation_steps over 64 bits or over max_group, lengths count != dataset_size, a
+/// zero length, a sample over the budget under Oversize::error), naming the option or
+/// sample; state_error from resume. Strong guarantee for set_epoch, next_epoch and
 /// resume. Complexity: building an epoch plans every window once (O(N log M) time, O(M +
 /// N/M) memory) to count its steps; micro_batch(s, k) plans one window (O(M log M)); a
 /// TokenWindow from window(s) answers the steps of its window in O(micro-batch size).
