@@ -131,7 +131,7 @@ def test_guard_takes_each_family_description_from_the_family():
     assert (d["sampler"], d["dataset_size"], d["order"], d["global_batch_size"], d["accumulation_steps"]) == \
         ("DistributedBatchSampler", 20, "torch", 12, 3)
     d = _describe(ShardStream([3, 4], 2, 0, seed=5))
-    assert (d["sampler"], d["dataset_size"], d["order"], d["seed"], d["tail"]) == ("ShardStream", 7, "shard", 5, "pad")
+    assert (d["sampler"], d["dataset_size"], d["order"], d["seed"], d["tail"]) == ("ShardStream", 7, "shard mixed", 5, "pad")
     t = TokenBatchSampler([5, 6, 7], 20, 1, 0)
     d = _describe(t)
     assert (d["sampler"], d["dataset_size"], d["order"], d["tail"]) == ("TokenBatchSampler", 3, "feistel", "uneven")

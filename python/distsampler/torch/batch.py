@@ -4,20 +4,8 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import (
-    PUBLIC_MODULE,
-    _STATE_FORMAT,
-    _Progress,
-    _check_state_dict,
-    _check_tail,
-    _generate,
-    _positive,
-    _product,
-    _resolve_order,
-    _resolve_world,
-    _seed64,
-    _unsigned,
-)
+from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
+                      _positive, _product, _resolve_order, _resolve_world, _seed64, _unsigned)
 from ._handout import detached_state, recorded
 
 

@@ -3,18 +3,8 @@
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler
 
 from .. import _core
-from ._common import (
-    PUBLIC_MODULE,
-    _STATE_FORMAT,
-    _Progress,
-    _check_state_dict,
-    _generate,
-    _resolve_order,
-    _resolve_tail,
-    _resolve_world,
-    _seed64,
-    _unsigned,
-)
+from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _generate, _resolve_order,
+                      _resolve_tail, _resolve_world, _seed64, _unsigned)
 from ._handout import detached_state, recorded
 
 

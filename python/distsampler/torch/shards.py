@@ -5,18 +5,8 @@ import collections
 import torch
 
 from .. import _core
-from ._common import (
-    PUBLIC_MODULE,
-    _STATE_FORMAT,
-    _Progress,
-    _check_state_dict,
-    _check_tail,
-    _generate,
-    _resolve_world,
-    _seed64,
-    _sequence,
-    _unsigned,
-)
+from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
+                      _resolve_world, _seed64, _sequence, _unsigned)
 from ._stream_cell import StreamCell
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
