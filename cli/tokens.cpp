@@ -113,8 +113,9 @@ std::vector<CommandSpec> token_commands() {
        "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
        {"--lengths", "--max-tokens", "--world"},
        {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"},
-       fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
-                   limits::lengths, limits::file_bytes, limits::line_bytes),
+       fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line;\n"
+                   "--world x --accum at most {} micro-batches per step.\n",
+                   limits::lengths, limits::file_bytes, limits::line_bytes, distsampler::TokenBatchSampler::max_group),
        run_tokens}};
 }
 

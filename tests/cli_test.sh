@@ -417,6 +417,8 @@ limit=10 refuse --accum '--world 1024 x --accum 1048576 = 1073741824 is too larg
     tokens --lengths 3,4,5 --max-tokens 10 --world 1024 --accum 1048576 --rank 0
 limit=10 refuse --accum '--world 1 x --accum 18446744073709551615 = 18446744073709551615 is too large for tokens' \
     tokens --lengths 3,4,5 --max-tokens 10 --world 1 --accum 18446744073709551615
+help_ok tokens --help -- '--world x --accum at most 1048576 micro-batches per step'
+help_ok mix --help -- 'the prefix error over' 'at most the first 16777216 positions'
 refuse --window '--window 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
     --window 0
 refuse --window 'window 4294967296 is out of range (expected 1..4294967295)' tokens --lengths 3,4 --max-tokens 10 \
