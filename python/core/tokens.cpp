@@ -144,9 +144,9 @@ py::dict token_stats(const ds::TokenEpochStats& s) {
 
 void register_tokens(py::module_& m) {
   using T = TokenCore;
-  m.attr("token_max_group") = ds::TokenBatchSampler::max_group;
-  py::class_<T>(m, "TokenBatchSampler")
-      .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
+  py::class_<T> c(m, "TokenBatchSampler");
+  c.attr("max_group") = ds::TokenBatchSampler::max_group;
+  c.def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
       .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
       .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
       .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })

@@ -142,10 +142,11 @@ class TokenBatchSampler(_StepSampler):
         self.window = _unsigned(who, "window", window)
         self.accumulation_steps = _positive(who, "accumulation_steps", accumulation_steps)
         group = _product(who, ("num_replicas", self.num_replicas), ("accumulation_steps", self.accumulation_steps))
-        if group > _core.token_max_group:
+        most = _core.TokenBatchSampler.max_group
+        if group > most:
             raise ConfigError(f"{who}: num_replicas {self.num_replicas} x accumulation_steps {self.accumulation_steps} "
-                              f"= {group} micro-batches per step exceeds {_core.token_max_group} (expected at most "
-                              f"{_core.token_max_group}: every window plans at least one step of them)")
+                              f"= {group} micro-batches per step exceeds {most} (expected at most {most}: every "
+                              "window plans at least one step of them)")
         self.longest_first = bool(longest_first)
         self.shuffle = bool(shuffle)
         self.seed = seed
