@@ -35,7 +35,8 @@ const std::vector<FlagSpec>& flags() {
       {"--run-length", "L", "records read in a row from one shard (default 1)"},
       {"--window", "W",
        "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
-       "                               tokens: samples sorted by length together (default 1048576)"},
+       "                               tokens: samples sorted by length together (default 1048576);\n"
+       "                               pack: documents shuffled and packed together (default 65536)"},
       {"--ranges", "K", "shard ranges (or schedule entries) printed per consumer (default 8)"},
       {"--shard-schedule", "",
        "shards: print each consumer's shards in first-read order, as shard@first-last:records\n"
@@ -51,6 +52,14 @@ const std::vector<FlagSpec>& flags() {
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
+      {"--seq-len", "L", "tokens per packed sequence, 1..8388607"},
+      {"--mode", "concat|best-fit",
+       "concat: one token stream cut into sequences of exactly L (default); best-fit: each window's\n"
+       "                               documents packed whole by best-fit decreasing, every document once"},
+      {"--chunk", "C", "consecutive documents kept together in the shuffle (default min(1024, --window))"},
+      {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
+      {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
+      {"--state-after", "S", "print the steps before S, then `state: LINE` (resumable with --resume), and exit"},
   };
   return table;
 }

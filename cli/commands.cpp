@@ -15,12 +15,14 @@ std::vector<CommandSpec> shard_commands();        // shards.cpp: shards
 std::vector<CommandSpec> batch_commands();        // batches.cpp: batches, state
 std::vector<CommandSpec> token_commands();        // tokens.cpp: tokens
 std::vector<CommandSpec> mixture_commands();      // mix.cpp: mix
+std::vector<CommandSpec> pack_commands();         // pack.cpp: pack
 
 const std::vector<CommandSpec>& commands() {
   // The registration table, in the order of the program's help: one line per family.
   static const std::vector<CommandSpec> table = [] {
     std::vector<CommandSpec> all;
-    for (auto family : {distributed_commands, shard_commands, batch_commands, token_commands, mixture_commands}) {
+    for (auto family : {distributed_commands, shard_commands, batch_commands, token_commands, mixture_commands,
+                        pack_commands}) {
       for (CommandSpec& c : family()) all.push_back(std::move(c));
     }
     return all;

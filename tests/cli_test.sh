@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # What a refusal must never show: the library's class names, an uncaught exception, a sanitizer report.
 internal='DistributedSampler|DistributedBatchSampler|StreamingShardSampler|SamplerState|PartitionChecker|TorchRandperm'
-internal+='|TokenBatchSampler|TokenBatchOptions|TokenWindow'
+internal+='|TokenBatchSampler|TokenBatchOptions|TokenWindow|PackedSequenceSampler|PackOptions'
 internal+='|World:|terminate called|what\(\)|Sanitizer|runtime error|Aborted|core dumped'
 
 # run ARGS...: runs the CLI under the per-run timeout; sets rc, out (stdout) and err (stderr).
@@ -333,8 +333,65 @@ for w in 4294967296 1073741824; do
       mix --sources 100000000000,100000000000 --weights 1,1 --world $w --rank 0 --steps 1 --micro-batch 1 --accum 1
 done
 
+# pack: packed sequences per rank and step, states that resume on another world, .idx input.
+pk=(pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 2 --micro-batch 2 --mode best-fit)
+expect 0 '^step 1 rank 1: \[0:0\+5 6:20\+3 2:0\+2\] \[\]$' -- "${pk[@]}"
+expect 0 '^tokens: 61 in the epoch, 61 read, 0 dropped, 9 padded; padding efficiency 0\.8714; 1 empty sequences$' \
+    -- "${pk[@]}"
+expect 0 '^sequences: 7 in the epoch, 7 read; 9 documents, 1 of 0 tokens skipped, 2 split$' -- "${pk[@]}"
+run "${pk[@]}"
+[[ $(grep -c '^step ' <<<"$out") -eq 4 && $(grep -E '^step' <<<"$out" | grep -Evc '^step [0-9]+ rank [0-9]+: \[[^]]*\] \[[^]]*\]$') -eq 0 ]] \
+  && passed=$((passed + 1)) || fail "pack: expected 2 bracket groups on each of 4 lines:"$'\n'"$out"
+pc=(pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 3 --micro-batch 2 --accum 2 --seed 5 --window 8)
+for i in $(seq 1 60); do echo $(( (i * 37) % 41 )); done >"$tmp/pack_lengths.txt"
+run "${pc[@]}"
+whole="$(grep '^step' <<<"$out")"
+expect 0 '^tokens: 1208 in the epoch, 1152 read, 56 dropped, 0 padded; padding efficiency 1\.0000; 0 empty' -- "${pc[@]}"
+run "${pc[@]}" --state-after 2
+state="$(sed -n 's/^state: //p' <<<"$out")"
+[[ "$state" == distsampler-state\ v3\ sampler=pack* && "$(grep -c '^step' <<<"$out")" -eq 12 ]] \
+  && passed=$((passed + 1)) || fail "pack --state-after 2: expected 12 lines and a state:"$'\n'"$out"
+run "${pc[@]}" --resume "$state"
+[[ "$(grep '^step' <<<"$out")" == "$(grep -E '^step ([2-9]|[1-9][0-9]) ' <<<"$whole")" ]] \
+  && passed=$((passed + 1)) || fail "pack --resume: expected the rest of the uninterrupted run"$'\n'"$out"
+expect 0 '^summary: mode concat, 8 steps x world_size 2 x accumulation 1 x micro-batch 3' -- pack \
+    --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 2 --micro-batch 3 --seed 5 --window 8 --resume "$state"
+refuse --resume 'seq_len differs (state 16, sampler 32)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 32 --world 2 \
+    --window 8 --seed 5 --resume "$state"
+refuse --resume 'mode differs (state concat, sampler best-fit)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 \
+    --world 2 --window 8 --seed 5 --mode best-fit --resume "$state"
+refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths 3,4 --seq-len 0 --world 2
+refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
+    --mode best-fit --no-split
+refuse --mode '--mode "first-fit"' pack --lengths 3,4 --seq-len 10 --world 1 --mode first-fit
+refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' pack --lengths 3,4 --seq-len 2 --world 2 --rank 2
+refuse --state-after '--state-after 9 is out of range (expected 0..3' pack --lengths 3,4 --seq-len 2 --world 1 \
+    --state-after 9
+# A Megatron .idx: magic, version 1, dtype 8, 3 sequences, 4 document indices, sizes, pointers, document indices.
+python3 - "$tmp" <<'PY'
+import struct, sys
+d = sys.argv[1]
+body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, 3, 4) + struct.pack("<3i", 5, 0, 7)
+body += struct.pack("<3q", 0, 10, 10) + struct.pack("<4q", 0, 1, 2, 3)
+open(d + "/other.idx", "wb").write(b"TNTIDX\x00\x00\x00" + body[9:])
+for name in ("data", "cut", "text", "other"):
+    open(d + "/" + name + ".bin", "wb").write(bytes(24))
+open(d + "/data.idx", "wb").write(body)
+open(d + "/cut.idx", "wb").write(body[:-3])
+open(d + "/text.idx", "wb").write(b"5\n7\n")
+PY
+expect 0 '^tokens: 12 in the epoch, 12 read, 0 dropped' -- pack --lengths "$tmp/data.idx" --seq-len 4 --world 1 --seed 1
+expect 0 '^sequences: 3 in the epoch, 3 read; 3 documents, 1 of 0 tokens skipped, 0 split$' -- pack \
+    --lengths "$tmp/data.idx" --seq-len 4 --world 1
+refuse --lengths 'cut.idx: is truncated: 99 bytes, but its header' pack --lengths "$tmp/cut.idx" --seq-len 4 \
+    --world 1
+refuse --lengths 'text.idx: is truncated: 4 bytes, shorter than the 34-byte header' pack --lengths "$tmp/text.idx" --seq-len 4 --world 1
+refuse --lengths 'other.idx: wrong magic (expected "MMIDIDX\0\0": not a Megatron .idx file)' pack \
+    --lengths "$tmp/other.idx" --seq-len 4 --world 1
+refuse --lengths 'data2.idx: cannot open' pack --lengths "$tmp/data2.idx" --seq-len 4 --world 1
+
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens or mix'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix or pack'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2

@@ -19,6 +19,7 @@
 #include "partition.hpp"
 #include "permutation.hpp"
 #include "overlap_check.hpp"
+#include "packing/packed_sequence_sampler.hpp"
 #include "state.hpp"
 #include "shards/streaming_shard_sampler.hpp"
 #include "tokens/token_batch_sampler.hpp"

@@ -27,6 +27,7 @@ void register_distributed(py::module_& m);
 void register_batch(py::module_& m);
 void register_shards(py::module_& m);
 void register_tokens(py::module_& m);
+void register_packing(py::module_& m);
 void register_mixture(py::module_& m);
 void register_weighted(py::module_& m);
 void register_files(py::module_& m);

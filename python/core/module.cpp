@@ -21,6 +21,7 @@ PYBIND11_MODULE(_core, m) {
   dp::register_batch(m);
   dp::register_shards(m);
   dp::register_tokens(m);
+  dp::register_packing(m);
   dp::register_mixture(m);
   dp::register_weighted(m);
   dp::register_files(m);

@@ -1,6 +1,7 @@
 // distsampler tests: under mpirun, every rank's indices gathered at rank 0 form a partition; the guard catches broken
 // ones. SPDX-License-Identifier: MIT
 #include <distsampler/mpi.hpp>
+#include <distsampler/packing/guard.hpp>
 
 #include <mpi.h>
 
@@ -146,6 +147,25 @@ int main(int argc, char** argv) {
                                ds::SamplerOptions().with_seed(42).with_tail(ds::Tail::uneven));
     const auto guard = ds::mpi::guard_epoch(s);
     expect(!guard.ok && guard.message.rfind("missing:", 0) == 0, "guard catches a missing rank: " + guard.message);
+  }
+
+  // Packed sequences: every document started once over the ranks, also after a resume; a per-rank seed is caught.
+  {
+    std::vector<std::uint32_t> lengths(3000);
+    for (std::size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<std::uint32_t>((i * 7919) % 700);
+    for (const ds::PackMode mode : {ds::PackMode::concat, ds::PackMode::best_fit}) {
+      const auto o = ds::PackOptions().with_seq_len(512).with_micro_batch_size(2).with_mode(mode).with_window(256, 32);
+      const ds::PackedSequenceSampler s(lengths.size(), lengths, world, ds::PackOptions(o).with_seed(3));
+      const auto guard = ds::mpi::guard_epoch(s);
+      expect(guard.ok, std::string("packing guard ok: ") + guard.message);
+      const ds::PackedSequenceSampler resumed(lengths.size(), lengths, world, ds::PackOptions(o).with_seed(3),
+                                              s.state(s.num_steps() / 2));
+      const auto again = ds::mpi::guard_epoch(resumed);
+      expect(again.ok, std::string("packing guard after resume ok: ") + again.message);
+      const ds::PackedSequenceSampler bad(lengths.size(), lengths, world, ds::PackOptions(o).with_seed(3 + world.rank));
+      const auto broken = ds::mpi::guard_epoch(bad);
+      if (w > 1) expect(!broken.ok, "packing guard catches per-rank seeds: " + broken.message);
+    }
   }
 
   if (me == 0)

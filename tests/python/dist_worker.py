@@ -1,6 +1,7 @@
 # Processes of the torch.distributed (gloo) tests: run scenarios in one process group, write what their DataLoaders yielded.
 # SPDX-License-Identifier: MIT
 import datetime
+import functools
 import json
 import os
 import sys
@@ -14,7 +15,8 @@ from torch.utils.data import DataLoader, Dataset
 
 import distsampler
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
-                               EmptyToNone, MixtureBatchSampler, ShardStream, TokenBatchSampler, guard)
+                               EmptyToNone, MixtureBatchSampler, PackedSequenceDataset, PackedSequenceSampler,
+                               ShardStream, TokenBatchSampler, collate_packed, guard)
 
 TOKEN_N, TOKEN_BUDGET, TOKEN_WINDOW = 1003, 600, 100  # the last window of 3 samples gives empty micro-batches
 
@@ -245,6 +247,74 @@ def scenario_tokens(rank, world, data, state_path):
         result["resumed_len"] = len(resumed)
         loader = DataLoader(data, batch_sampler=resumed, collate_fn=EmptyToNone(), num_workers=2)
         result["resumed_read"], result["resumed_counts"] = train_on_token_batches(loader, 3, group=pair)
+    return result
+
+
+PACK_N, PACK_L = 700, 64
+
+
+def pack_lengths():
+    """Long-tailed document lengths of the packing scenario (0..400 tokens, some over PACK_L)."""
+    rng = np.random.default_rng(11)
+    return np.clip(rng.lognormal(3.2, 1.0, size=PACK_N), 0, 400).astype(np.uint32)
+
+
+def read_packed(loader, offsets, limit=None, group=None):
+    """The micro-batches (pieces) a packed loader delivered, each rank's micro-batch counts per step
+    (all-gathered), and whether every input_ids row holds exactly its pieces' tokens."""
+    read, counts, ok, in_step = [], [], True, 0
+    world = dist.get_world_size(group)
+    for j, batch in enumerate(loader):
+        read.append([list(map(list, seq)) for seq in batch["pieces"]])
+        for row, seq in enumerate(batch["pieces"]):
+            ids = [int(offsets[d]) + o + i for d, o, n in seq for i in range(n)]
+            ok = ok and batch["input_ids"][row, :len(ids)].tolist() == ids
+        in_step += 1
+        if in_step == 2:
+            gathered = [None] * world
+            dist.all_gather_object(gathered, in_step, group=group)
+            counts.append(gathered)
+            in_step = 0
+        if limit is not None and j + 1 == limit:
+            break
+    return read, counts, ok
+
+
+def scenario_packing(rank, world, data, state_path):
+    result = {}
+    lengths = pack_lengths()
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    dataset = PackedSequenceDataset(np.arange(int(lengths.sum()), dtype=np.int64), offsets)
+    collate = functools.partial(collate_packed, seq_len=PACK_L)
+    sampler = PackedSequenceSampler(lengths, PACK_L, 2, accumulation_steps=2, mode="best-fit", window=128, seed=5)
+    guard(sampler)
+    result["len"] = len(sampler)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=2)
+    result["epoch0"], result["counts"], result["ids_match"] = read_packed(loader, offsets)
+    other = PackedSequenceSampler(lengths, PACK_L + (rank == 3), 2, accumulation_steps=2, mode="best-fit",
+                                  window=128, seed=5)
+    try:
+        guard(other)
+        result["guard_error"] = None
+    except distsampler.ConfigError as e:
+        result["guard_error"] = str(e)
+    sampler.set_epoch(1)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=2)
+    result["saved_read"], _, _ = read_packed(loader, offsets, limit=6)
+    state = sampler.state_dict(batches=len(result["saved_read"]))
+    if rank == 0:
+        with open(state_path, "w") as f:
+            json.dump(state, f)
+    dist.barrier()
+    pair = dist.new_group([0, 1])
+    if rank < 2:
+        with open(state_path) as f:
+            state = json.load(f)
+        resumed = PackedSequenceSampler(lengths, PACK_L, 3, 2, rank, accumulation_steps=1, mode="best-fit",
+                                        window=128, seed=5)
+        resumed.load_state_dict(state)
+        loader = DataLoader(dataset, batch_sampler=resumed, collate_fn=collate, num_workers=2)
+        result["resumed_read"] = [[list(map(list, seq)) for seq in b["pieces"]] for b in loader]
     return result
 
 

@@ -164,10 +164,12 @@ def test_guard_imports_no_family():
 # DistributedSamplerTorchRandperm), a factory is make_<its snake_case name>.
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
-                "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler"]
+                "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
+                "PackedSequenceSampler"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
-                  "validate_world", "parse_state", "check_partition", "index_shards"]
+                  "validate_world", "parse_state", "check_partition", "index_shards",
+                  "make_packed_sequence_sampler"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():

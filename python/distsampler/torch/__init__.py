@@ -18,6 +18,10 @@
   for a DataLoader's ``batch_sampler``; ``EmptyToNone`` is its ``collate_fn`` wrapper.
 - ``MixtureBatchSampler``: micro-batches mixing several sources in exact per-step
   proportions, as global indices into their concatenation (``ConcatDataset``).
+- ``PackedSequenceSampler``: fixed-length sequences packed from variable-length documents
+  (concat or best-fit), equal steps on every rank, exact elastic resume;
+  ``PackedSequenceDataset`` and ``collate_packed`` turn its pieces into tensors,
+  ``read_megatron_index`` / ``megatron_tokens`` read a Megatron indexed dataset.
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``DataLoader``: torch's ``DataLoader`` over these samplers whose ``state_dict`` names
   the batches the training loop received (never what workers prefetched).
@@ -30,7 +34,7 @@ The world (rank and world size) comes from the explicit arguments when given, el
 rank=0`` for one process.
 
 Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``sharded``,
-``tokens``, ``mixture``, ``weighted``, ``guard``, ``loader``); import the names from
+``tokens``, ``mixture``, ``packing``, ``weighted``, ``guard``, ``loader``); import the names from
 ``distsampler.torch``, the
 path every public class reports as its ``__module__`` (and pickles record).
 """
@@ -40,6 +44,8 @@ from .batch import DistributedBatchSampler
 from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
+from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
+                      read_megatron_index)
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .sharded import ShardedDataset, ShardedItem
@@ -62,4 +68,10 @@ __all__ = [
     "MaskedBatch",
     "ShardedDataset",
     "ShardedItem",
+    "PackedSequenceSampler",
+    "PackedSequenceDataset",
+    "collate_packed",
+    "read_megatron_index",
+    "megatron_tokens",
+    "MegatronIndex",
 ]

@@ -5,6 +5,14 @@ from .batch import DistributedBatchSampler as DistributedBatchSampler
 from .guard import guard as guard
 from .loader import DataLoader as DataLoader, MaskedBatch as MaskedBatch
 from .mixture import MixtureBatchSampler as MixtureBatchSampler
+from .packing import (
+    MegatronIndex as MegatronIndex,
+    PackedSequenceDataset as PackedSequenceDataset,
+    PackedSequenceSampler as PackedSequenceSampler,
+    collate_packed as collate_packed,
+    megatron_tokens as megatron_tokens,
+    read_megatron_index as read_megatron_index,
+)
 from .sampler import DistributedSampler as DistributedSampler
 from .shards import ScheduledShard as ScheduledShard, ShardSample as ShardSample, ShardStream as ShardStream
 from .sharded import ShardedDataset as ShardedDataset, ShardedItem as ShardedItem

@@ -19,6 +19,7 @@ from ._common import PUBLIC_MODULE
 from ._handout import attach
 from .batch import DistributedBatchSampler
 from .mixture import MixtureBatchSampler
+from .packing import PackedSequenceSampler
 from .sampler import DistributedSampler
 from .shards import ShardStream
 from .tokens import TokenBatchSampler
@@ -28,9 +29,10 @@ __all__ = ["DataLoader", "MaskedBatch"]
 
 _FORMAT = 1
 _PER_SAMPLE = (DistributedSampler, DistributedWeightedRandomSampler)
-_BATCH = (DistributedBatchSampler, TokenBatchSampler, MixtureBatchSampler)
+_BATCH = (DistributedBatchSampler, TokenBatchSampler, MixtureBatchSampler, PackedSequenceSampler)
 _EXPECTED = ("a DistributedSampler or DistributedWeightedRandomSampler as sampler=, a DistributedBatchSampler, "
-             "TokenBatchSampler or MixtureBatchSampler as batch_sampler=, or an IterableDataset holding one "
+             "TokenBatchSampler, MixtureBatchSampler or PackedSequenceSampler as batch_sampler=, or an "
+             "IterableDataset holding one "
              "ShardStream")
 
 MaskedBatch = collections.namedtuple("MaskedBatch", ["data", "is_padding"])

@@ -1,0 +1,138 @@
+// distsampler packing internals: pieces to pack, a stable longest-first sort and the best-fit decreasing packer.
+// SPDX-License-Identifier: MIT
+#ifndef DISTSAMPLER_PACKING_DETAIL_BEST_FIT_HPP
+#define DISTSAMPLER_PACKING_DETAIL_BEST_FIT_HPP
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "../../version.hpp"
+
+DISTSAMPLER_NAMESPACE_BEGIN
+namespace detail {
+
+// A piece of a document to place in a sequence: tokens [offset, offset + length) of it.
+struct PackItem {
+  std::uint64_t document = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+};
+
+[[nodiscard]] inline unsigned lowest_bit(std::uint64_t x) noexcept {  // x != 0
+#if defined(__GNUC__) || defined(__clang__)
+  return static_cast<unsigned>(__builtin_ctzll(x));
+#else
+  unsigned n = 0;
+  while ((x & 1u) == 0) {
+    x >>= 1;
+    ++n;
+  }
+  return n;
+#endif
+}
+
+// Sorts items by length, longest first, keeping the input order among equal lengths:
+// a stable two-pass radix sort on 24-bit keys (lengths are below 2^23). O(n).
+inline void sort_longest_first(std::vector<PackItem>& items, std::vector<PackItem>& scratch) {
+  scratch.resize(items.size());
+  for (const unsigned shift : {0u, 12u}) {
+    std::array<std::uint64_t, 4097> start{};
+    for (const PackItem& it : items) ++start[((0xffffffu - it.length) >> shift & 0xfffu) + 1];
+    for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+    for (const PackItem& it : items) scratch[start[(0xffffffu - it.length) >> shift & 0xfffu]++] = it;
+    items.swap(scratch);
+  }
+}
+
+// Best-fit decreasing into bins of `capacity` tokens: each item (longest first) goes to the
+// bin with the least room that still fits it (the most recently filled of those), else to
+// a new bin. Bins with the same room sit on one stack; a two-level bitset finds the least
+// room >= x. The packer keeps its O(capacity) tables between calls: O(n) per call plus
+// the bitset search.
+class BestFitPacker {
+ public:
+  explicit BestFitPacker(std::uint64_t capacity)
+      : capacity_(static_cast<std::uint32_t>(capacity)),
+        head_(static_cast<std::size_t>(capacity) + 1, none),
+        bits0_(static_cast<std::size_t>(capacity) / 64 + 1),
+        bits1_(bits0_.size() / 64 + 1) {}
+
+  // bin_of[i] = the bin of items[i] (items sorted longest first, lengths 1..capacity);
+  // returns the number of bins, numbered in the order they were opened.
+  std::uint32_t pack(const std::vector<PackItem>& items, std::vector<std::uint32_t>& bin_of) {
+    bin_of.resize(items.size());
+    room_.clear();
+    next_.clear();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::uint32_t x = items[i].length;
+      const std::uint32_t c = least_room_at_least(x);
+      std::uint32_t bin;
+      if (c == none) {
+        bin = static_cast<std::uint32_t>(room_.size());
+        room_.push_back(capacity_ - x);
+        next_.push_back(none);
+      } else {
+        bin = pop(c);
+        room_[bin] = c - x;
+      }
+      bin_of[i] = bin;
+      if (room_[bin] > 0) push(room_[bin], bin);
+    }
+    // Empty the stacks for the next call: O(bins).
+    for (std::uint32_t bin = 0; bin < room_.size(); ++bin) {
+      const std::uint32_t c = room_[bin];
+      head_[c] = none;
+      bits0_[c >> 6] = 0;
+      bits1_[c >> 12] = 0;
+    }
+    return static_cast<std::uint32_t>(room_.size());
+  }
+
+ private:
+  static constexpr std::uint32_t none = 0xffffffffu;
+
+  void push(std::uint32_t c, std::uint32_t bin) noexcept {
+    next_[bin] = head_[c];
+    head_[c] = bin;
+    bits0_[c >> 6] |= std::uint64_t{1} << (c & 63);
+    bits1_[c >> 12] |= std::uint64_t{1} << ((c >> 6) & 63);
+  }
+  std::uint32_t pop(std::uint32_t c) noexcept {
+    const std::uint32_t bin = head_[c];
+    head_[c] = next_[bin];
+    if (head_[c] == none) {
+      bits0_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+      if (bits0_[c >> 6] == 0) bits1_[c >> 12] &= ~(std::uint64_t{1} << ((c >> 6) & 63));
+    }
+    return bin;
+  }
+  // The least room c >= x of an open bin, or none.
+  [[nodiscard]] std::uint32_t least_room_at_least(std::uint32_t x) const noexcept {
+    std::size_t w = x >> 6;
+    const std::uint64_t here = bits0_[w] & (~std::uint64_t{0} << (x & 63));
+    if (here != 0) return static_cast<std::uint32_t>(w * 64 + lowest_bit(here));
+    ++w;  // the next non-empty word of bits0_, found through bits1_
+    if (w >= bits0_.size()) return none;
+    std::size_t j = w >> 6;
+    std::uint64_t m = bits1_[j] & (~std::uint64_t{0} << (w & 63));
+    while (m == 0) {
+      if (++j >= bits1_.size()) return none;
+      m = bits1_[j];
+    }
+    const std::size_t word = j * 64 + lowest_bit(m);
+    return static_cast<std::uint32_t>(word * 64 + lowest_bit(bits0_[word]));
+  }
+
+  std::uint32_t capacity_;
+  std::vector<std::uint32_t> head_;  // per room: the top bin of its stack
+  std::vector<std::uint64_t> bits0_;  // room c has bins
+  std::vector<std::uint64_t> bits1_;  // word c/64 of bits0_ is non-zero
+  std::vector<std::uint32_t> room_;   // per bin
+  std::vector<std::uint32_t> next_;   // per bin: the next bin down its stack
+};
+
+}  // namespace detail
+DISTSAMPLER_NAMESPACE_END
+
+#endif  // DISTSAMPLER_PACKING_DETAIL_BEST_FIT_HPP

@@ -1,0 +1,170 @@
+// _core binding of PackedSequenceSampler over a NumPy array of uint32 document lengths (kept alive, not copied).
+// SPDX-License-Identifier: MIT
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+
+namespace distsampler_python {
+namespace {
+
+// A PackedSequenceSampler over a NumPy array of uint32 lengths, which it keeps alive (no
+// copy), with the last planned window cached so a walk plans each window once.
+class PackCore {
+ public:
+  PackCore(py::array lengths, ds::PackedSequenceSampler sampler)
+      : lengths_(std::move(lengths)), sampler_(std::move(sampler)) {}
+  PackCore(const PackCore& other) : lengths_(other.lengths_), sampler_(other.sampler_) {}
+
+  const ds::PackedSequenceSampler& sampler() const noexcept { return sampler_; }
+
+  void set_epoch(std::uint64_t epoch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sampler_.set_epoch(epoch);
+  }
+  void resume(const ds::SamplerState& state) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sampler_.resume(state);
+  }
+
+  // This rank's micro-batch number `id` (= step * K + k); call without the GIL.
+  ds::PackMicroBatch micro_batch(std::uint64_t id) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::uint64_t k = sampler_.accumulation_steps();
+    return sampler_.micro_batch(id / k, id % k, window_);
+  }
+
+  std::uint64_t total() const noexcept { return sampler_.num_steps() * sampler_.accumulation_steps(); }
+
+ private:
+  py::array lengths_;
+  ds::PackedSequenceSampler sampler_;
+  mutable std::mutex mutex_;
+  mutable ds::PackWindow window_;
+};
+
+// A micro-batch as a list of sequences, each a tuple of (document, offset, length) tuples.
+py::list sequences_of(const ds::PackMicroBatch& b) {
+  py::list out(static_cast<std::size_t>(b.sequences()));
+  for (std::uint64_t i = 0; i < b.sequences(); ++i) {
+    py::tuple seq(static_cast<std::size_t>(b.sequence_begin[i + 1] - b.sequence_begin[i]));
+    for (std::uint64_t p = b.sequence_begin[i]; p < b.sequence_begin[i + 1]; ++p) {
+      const ds::PackPiece& piece = b.pieces[p];
+      seq[static_cast<std::size_t>(p - b.sequence_begin[i])] = py::make_tuple(piece.document, piece.offset, piece.length);
+    }
+    out[static_cast<std::size_t>(i)] = std::move(seq);
+  }
+  return out;
+}
+
+ds::DocumentLengths document_lengths(const py::array& lengths) {
+  if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
+      (lengths.flags() & py::array::c_style) == 0) {
+    throw ds::config_error(
+        "PackedSequenceSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 token count per "
+        "document; distsampler.torch.PackedSequenceSampler converts other integer arrays)");
+  }
+  return ds::DocumentLengths(static_cast<const std::uint32_t*>(lengths.data()),
+                             static_cast<std::uint64_t>(lengths.size()));
+}
+
+py::dict pack_stats(const ds::PackEpochStats& s) {
+  py::dict d;
+  d["documents"] = s.documents;
+  d["tokens"] = s.tokens;
+  d["sequences"] = s.sequences;
+  d["steps"] = s.steps;
+  d["read_sequences"] = s.read_sequences;
+  d["read_tokens"] = s.read_tokens;
+  d["dropped_tokens"] = s.dropped_tokens;
+  d["padded_tokens"] = s.read_sequences * s.seq_len - s.read_tokens;
+  d["empty_sequences"] = s.empty_sequences;
+  d["skipped_documents"] = s.skipped_documents;
+  d["split_documents"] = s.split_documents;
+  d["padding_efficiency"] = s.padding_efficiency();
+  return d;
+}
+
+}  // namespace
+
+void register_packing(py::module_& m) {
+  using T = PackCore;
+  py::class_<T>(m, "PackedSequenceSampler")
+      .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
+      .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
+      .def_property_readonly("micro_batch_size", [](const T& t) { return t.sampler().micro_batch_size(); })
+      .def_property_readonly("global_batch_size", [](const T& t) { return t.sampler().global_batch_size(); })
+      .def_property_readonly("num_sequences", [](const T& t) { return t.sampler().num_sequences(); })
+      .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
+      .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })
+      .def_property_readonly("dataset_size", [](const T& t) { return t.sampler().dataset_size(); })
+      .def_property_readonly("rank", [](const T& t) { return t.sampler().rank(); })
+      .def_property_readonly("world_size", [](const T& t) { return t.sampler().world_size(); })
+      .def_property_readonly("layout_hash", [](const T& t) { return t.sampler().layout_hash(); })
+      .def_property_readonly("plan_bytes", [](const T& t) { return t.sampler().plan_bytes(); })
+      .def_property_readonly("key", [](const T& t) { return t.sampler().key().describe(); })
+      .def_property_readonly("fingerprint", [](const T& t) { return t.sampler().key().fingerprint(); })
+      .def_property_readonly("stats", [](const T& t) { return pack_stats(t.sampler().stats()); })
+      .def("set_epoch", &T::set_epoch)
+      .def("copy", [](const T& t) { return T(t); })
+      .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
+      .def("state",
+           [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
+      // This rank's micro-batch k of `step`: micro_batch_size sequences, each a tuple of
+      // (document, offset, length) pieces; an empty sequence is ().
+      .def("micro_batch",
+           [](const T& t, std::uint64_t step, std::uint64_t k) {
+             ds::PackMicroBatch b;
+             {
+               py::gil_scoped_release release;
+               b = t.sampler().micro_batch(step, k);
+             }
+             return sequences_of(b);
+           })
+      // This rank's micro-batches [first, first + count) (numbered step * K + k).
+      .def("micro_batches", [](const T& t, std::uint64_t first, std::uint64_t count) {
+        const std::uint64_t total = t.total();
+        if (first > total) first = total;
+        if (count > total - first) count = total - first;
+        std::vector<ds::PackMicroBatch> out(static_cast<std::size_t>(count));
+        {
+          py::gil_scoped_release release;
+          for (std::uint64_t j = 0; j < count; ++j) out[static_cast<std::size_t>(j)] = t.micro_batch(first + j);
+        }
+        py::list result(out.size());
+        for (std::size_t j = 0; j < out.size(); ++j) result[j] = sequences_of(out[j]);
+        return result;
+      });
+  m.def(
+      "make_packed_sequence_sampler",
+      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, std::uint64_t seq_len,
+         std::uint64_t micro_batch_size, std::uint64_t accumulation, std::uint64_t global_batch,
+         const std::string& mode, std::uint64_t window, std::uint64_t chunk, bool split_long, bool shuffle,
+         std::uint64_t seed) {
+        const ds::DocumentLengths view = document_lengths(lengths);
+        ds::PackOptions o;
+        o.with_seq_len(seq_len)
+            .with_micro_batch_size(micro_batch_size)
+            .with_accumulation_steps(accumulation)
+            .with_global_batch_size(global_batch)
+            .with_mode(ds::parse_pack_mode(mode, "PackedSequenceSampler: mode"))
+            .with_window(window, chunk)
+            .with_split_long(split_long)
+            .with_shuffle(shuffle)
+            .with_seed(seed);
+        const ds::World world = make_world(rank, world_size);
+        std::optional<ds::PackedSequenceSampler> built;
+        {
+          py::gil_scoped_release release;
+          built.emplace(view.size, view, world, o);
+        }
+        return PackCore(std::move(lengths), std::move(*built));
+      },
+      "Builds a C++ PackedSequenceSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
+}
+
+}  // namespace distsampler_python

@@ -1,0 +1,228 @@
+# distsampler.torch.PackedSequenceSampler (sequence packing), its dataset and collate helper, and the .idx reader.
+# SPDX-License-Identifier: MIT
+import os
+from collections import namedtuple
+
+import numpy as np
+import torch
+
+from .. import _core
+from .._core import ConfigError
+from ._common import PUBLIC_MODULE, _seed64, _unsigned
+from .batch import _StepSampler
+from .tokens import _token_lengths
+
+_MODES = ("concat", "best-fit")
+
+MegatronIndex = namedtuple("MegatronIndex", ["sizes", "offsets", "dtype", "bin_path"])
+MegatronIndex.__module__ = PUBLIC_MODULE
+MegatronIndex.__doc__ = """A Megatron indexed dataset: ``sizes`` (uint32 tokens per sequence, the sampler's
+``lengths``), ``offsets`` (each sequence's first token in the .bin, in tokens), the token
+``dtype`` and the ``bin_path``."""
+
+
+def read_megatron_index(path):
+    """Reads a Megatron indexed dataset (its ``.idx``, ``.bin`` or prefix) through the
+    files layer (``index_shards``): one entry per sequence (Megatron's unit; with one
+    sequence per document, as most preprocessing writes, a document). ``ConfigError``
+    naming the file when it is truncated, foreign, or its pointers run past the .bin."""
+    d = _core.index_shards([os.fspath(path)], format="megatron", cache="off")[0]
+    dtype = np.dtype(d["dtype"])
+    sizes = d["sizes"] // dtype.itemsize
+    if sizes.size and int(sizes.max()) > (1 << 32) - 1:
+        raise ConfigError(f"read_megatron_index: {os.fspath(path)} has a sequence of {int(sizes.max())} tokens "
+                          "(expected at most 4294967295)")
+    return MegatronIndex(sizes.astype(np.uint32), d["offsets"] // dtype.itemsize, dtype, d["data_path"])
+
+
+def megatron_tokens(prefix):
+    """``(tokens, offsets, index)`` of the Megatron dataset ``prefix``: the .bin as a
+    read-only ``np.memmap`` of its dtype, each sequence's first token in it, and the index."""
+    index = read_megatron_index(prefix)
+    tokens = np.memmap(index.bin_path, dtype=index.dtype, mode="r")
+    return tokens, index.offsets, index
+
+
+class PackedSequenceSampler(_StepSampler):
+    """This rank's micro-batches of packed sequences, for a DataLoader's ``batch_sampler``.
+
+    ``lengths[i]`` is the token count of document i (a NumPy array, a list, a
+    ``numpy.memmap``, or ``read_megatron_index(path).sizes``); a 1-D C-contiguous uint32
+    array is used in place and kept alive: do not change it afterwards. Documents of 0
+    tokens are skipped and counted (``stats["skipped_documents"]``).
+
+    The epoch's document order shuffles chunks of ``chunk`` consecutive documents and, in
+    windows of ``window`` documents, the documents again. ``mode="concat"`` reads it as one
+    token stream cut into sequences of exactly ``seq_len`` tokens (documents cross sequence
+    boundaries; the last partial global batch is dropped: ``stats["dropped_tokens"]``);
+    ``mode="best-fit"`` packs each window's documents whole into sequences of at most
+    ``seq_len`` by best-fit decreasing (longer documents are split, or refused with
+    ``split_long=False``), every document once per epoch (``stats["padding_efficiency"]``).
+
+    Each micro-batch is a list of ``micro_batch_size`` sequences, each a tuple of
+    ``(document, offset, length)`` pieces; an empty sequence ``()`` is a marker that only
+    the last step of a best-fit epoch has, so that every rank runs the same steps (give it
+    zero loss weight). ``PackedSequenceDataset`` and ``collate_packed`` turn them into
+    tensors. The global batch is G = micro_batch_size x num_replicas x accumulation_steps
+    (or ``global_batch_size``); step s reads sequences [s*G, (s+1)*G) of the epoch's
+    sequence order. ``len(sampler)`` is this rank's micro-batch count, equal on every rank.
+
+    ``state_dict(batches=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
+    state counts sequences of the epoch's order, so it resumes on another world size,
+    micro-batch size or accumulation with every token read once (the same global batch:
+    exactly the uninterrupted run's sequences). A state of another mode, seq_len or lengths
+    is refused (``StateError`` naming the field).
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def _guard_description(self):
+        """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
+        return {"sampler": "PackedSequenceSampler", "dataset_size": len(self.lengths), "order": "feistel",
+                "global_batch_size": self.global_batch_size,
+                "token_layout": f"{self.layout_hash:#018x}"}  # the lengths, L, mode and window options
+
+    _who = "PackedSequenceSampler"
+
+    def __init__(self, lengths, seq_len, micro_batch_size=1, num_replicas=None, rank=None, *, accumulation_steps=None,
+                 global_batch_size=None, mode="concat", window=1 << 16, chunk=None, split_long=True, shuffle=True,
+                 seed=0):
+        who = self._who
+        self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, "drop")
+        self.lengths = _token_lengths(who, lengths)
+        self.seq_len = _unsigned(who, "seq_len", seq_len)
+        if mode not in _MODES:
+            raise ConfigError(f'{who}: mode {mode!r} is unknown (expected "concat" or "best-fit")')
+        self.mode = mode
+        self.window = _unsigned(who, "window", window)
+        self.chunk = min(1024, self.window) if chunk is None else _unsigned(who, "chunk", chunk)
+        self.split_long = bool(split_long)
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.order = "feistel"
+        self._start()
+        self.tail = "drop" if mode == "concat" else "uneven"
+
+    def _config(self):
+        return (self.rank, self.num_replicas, self.seq_len, self.micro_batch_size, self._accumulation, self._global,
+                self.mode, self.window, self.chunk, self.split_long, self.shuffle, _seed64(self._who, self.seed))
+
+    def _build(self, key):
+        return _core.make_packed_sequence_sampler(self.lengths, *key)
+
+    def _fetcher(self, core):
+        return core.micro_batches
+
+    def _cpp(self, epoch):
+        """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied:
+        a best-fit plan packs every window)."""
+        key = self._config()
+        if self._base is None or self._base_key != key:
+            self._base = self._build(key)
+            self._base_key = key
+        if self._base.epoch != epoch:
+            self._base.set_epoch(epoch)
+        return self._base.copy()
+
+    def _current(self):
+        return self._prepared if self._pending is not None else self._cpp(self.epoch)
+
+    @property
+    def stats(self):
+        """The epoch's totals (the same dict on every rank): documents, tokens, sequences,
+        steps, read_sequences, read_tokens, dropped_tokens, padded_tokens, empty_sequences,
+        skipped_documents, split_documents, padding_efficiency."""
+        return self._current().stats
+
+    @property
+    def num_sequences(self):
+        """Sequences in the epoch's order (every rank's, the dropped tail included)."""
+        return self._current().num_sequences
+
+    @property
+    def layout_hash(self):
+        """The 64-bit key of the lengths, seq_len, mode and window options that states must match."""
+        return self._base.layout_hash
+
+    def micro_batch(self, step, k=0):
+        """This rank's micro-batch ``k`` of ``step`` in the current epoch (random access;
+        ``IndexError`` outside the epoch)."""
+        return self._current().micro_batch(_unsigned(self._who, "step", step), _unsigned(self._who, "k", k))
+
+
+class PackedSequenceDataset(torch.utils.data.Dataset):
+    """A map-style dataset whose keys are the sampler's sequences: ``dataset[pieces]`` is
+    the sequence's tokens and document boundaries, ready for ``collate_packed``.
+
+    ``tokens`` is a 1-D array of every document's tokens (an ``np.memmap`` of a Megatron
+    ``.bin``, any NumPy array or tensor) and ``offsets[d]`` the position of document d's
+    first token in it (``megatron_tokens(prefix)`` gives both). Picklable, so DataLoader
+    workers can use it (a memmap is reopened, not copied).
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def __init__(self, tokens, offsets):
+        self.tokens = tokens
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    def __getitem__(self, pieces):
+        parts = []
+        for document, offset, length in pieces:
+            begin = int(self.offsets[document]) + offset
+            parts.append(np.asarray(self.tokens[begin:begin + length]))
+        return tuple(pieces), parts
+
+
+def _sequence_fields(pieces, parts, seq_len, pad_id, document_base):
+    ids = np.full(seq_len, pad_id, dtype=np.int64)
+    positions = np.zeros(seq_len, dtype=np.int64)
+    documents = np.full(seq_len, -1, dtype=np.int64)
+    total = sum(length for _, _, length in pieces)
+    if total > seq_len:
+        raise ConfigError(f"collate_packed: a sequence holds {total} tokens, over seq_len {seq_len} (expected the "
+                          "sampler's seq_len)")
+    lengths = []
+    at = 0
+    for i, ((_, offset, length), part) in enumerate(zip(pieces, parts)):
+        if len(part) != length:
+            raise ConfigError(f"collate_packed: piece {i} asks for {length} tokens but the token array has "
+                              f"{len(part)} there (expected tokens and offsets that match the lengths)")
+        ids[at:at + length] = part
+        positions[at:at + length] = np.arange(length)
+        documents[at:at + length] = document_base + i
+        lengths.append(length)
+        at += length
+    if at < seq_len:
+        positions[at:] = np.arange(seq_len - at)
+        lengths.append(seq_len - at)  # the padding is a segment of its own
+    return ids, positions, documents, lengths, at
+
+
+def collate_packed(batch, seq_len, pad_id=0):
+    """Stacks ``PackedSequenceDataset`` items (one micro-batch) into a dict of tensors:
+    ``input_ids`` [M, L] (``pad_id`` after the real tokens), ``position_ids`` [M, L]
+    (counting from 0 in each piece and in the padding), ``document_ids`` [M, L] (a number
+    per piece within the micro-batch, -1 on padding, for a document-boundary attention
+    mask), ``cu_seqlens`` (int32 boundaries of every piece and padding run in the
+    flattened M x L tokens, for variable-length attention), ``max_seqlen``, ``num_tokens``
+    [M] (real tokens), ``empty`` [M] (True for the sampler's empty markers) and
+    ``pieces`` (the sequences' pieces, for logging and checks). Use
+    ``functools.partial(collate_packed, seq_len=L)`` as the DataLoader's ``collate_fn``."""
+    seq_len = _unsigned("collate_packed", "seq_len", seq_len)
+    rows = [_sequence_fields(pieces, parts, seq_len, pad_id, 0) for pieces, parts in batch]
+    documents, base = [], 0
+    for (pieces, _), row in zip(batch, rows):
+        documents.append(np.where(row[2] >= 0, row[2] + base, -1))
+        base += len(pieces)
+    segments = [n for row in rows for n in row[3]]
+    return {
+        "input_ids": torch.from_numpy(np.stack([row[0] for row in rows])),
+        "position_ids": torch.from_numpy(np.stack([row[1] for row in rows])),
+        "document_ids": torch.from_numpy(np.stack(documents)),
+        "cu_seqlens": torch.from_numpy(np.cumsum([0] + segments).astype(np.int32)),
+        "max_seqlen": max(segments),
+        "num_tokens": torch.tensor([row[4] for row in rows], dtype=torch.int64),
+        "empty": torch.tensor([row[4] == 0 for row in rows], dtype=torch.bool),
+        "pieces": [pieces for pieces, _ in batch],
+    }

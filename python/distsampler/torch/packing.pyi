@@ -1,0 +1,73 @@
+# Type stub of distsampler.torch.packing.
+# SPDX-License-Identifier: MIT
+import os
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+from .batch import _StepSampler
+
+Piece = Tuple[int, int, int]
+PackedSequence = Tuple[Piece, ...]
+
+class MegatronIndex(NamedTuple):
+    sizes: np.ndarray
+    offsets: np.ndarray
+    dtype: np.dtype
+    bin_path: str
+
+def read_megatron_index(path: Union[str, os.PathLike]) -> MegatronIndex: ...
+def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, MegatronIndex]: ...
+
+class PackedSequenceSampler(_StepSampler):
+    lengths: np.ndarray
+    seq_len: int
+    micro_batch_size: int
+    num_replicas: int
+    rank: int
+    epoch: int
+    seed: int
+    shuffle: bool
+    mode: str
+    window: int
+    chunk: int
+    split_long: bool
+    accumulation_steps: int
+    global_batch_size: int
+    tail: str
+    order: str
+    def __init__(
+        self,
+        lengths: Union[np.ndarray, Sequence[int], Any],
+        seq_len: int,
+        micro_batch_size: int = ...,
+        num_replicas: Optional[int] = ...,
+        rank: Optional[int] = ...,
+        *,
+        accumulation_steps: Optional[int] = ...,
+        global_batch_size: Optional[int] = ...,
+        mode: str = ...,
+        window: int = ...,
+        chunk: Optional[int] = ...,
+        split_long: bool = ...,
+        shuffle: bool = ...,
+        seed: int = ...,
+    ) -> None: ...
+    @property
+    def stats(self) -> Dict[str, Union[int, float]]: ...
+    @property
+    def num_sequences(self) -> int: ...
+    @property
+    def layout_hash(self) -> int: ...
+    def micro_batch(self, step: int, k: int = ...) -> List[PackedSequence]: ...
+    def _guard_description(self) -> Dict[str, Any]: ...
+
+class PackedSequenceDataset(torch.utils.data.Dataset):
+    tokens: Any
+    offsets: np.ndarray
+    def __init__(self, tokens: Any, offsets: Union[np.ndarray, Sequence[int]]) -> None: ...
+    def __getitem__(self, pieces: PackedSequence) -> Tuple[PackedSequence, List[np.ndarray]]: ...
+
+def collate_packed(batch: List[Tuple[PackedSequence, List[np.ndarray]]], seq_len: int,
+                   pad_id: int = ...) -> Dict[str, Any]: ...

@@ -1,0 +1,244 @@
+# Tests of distsampler.torch.PackedSequenceSampler: packing, equal steps, collate, loaders, gloo, state, .idx, errors.
+# SPDX-License-Identifier: MIT
+import functools
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import distsampler
+import distsampler.torch as dst
+from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
+                               read_megatron_index)
+
+from dist_worker import PACK_L, pack_lengths
+
+
+def lognormal(n, seed=3):
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.lognormal(4.0, 1.0, size=n), 0, 600).astype(np.uint32)
+
+
+def covered(lengths, micro_batches):
+    """Checks no token is read twice; returns the tokens read."""
+    seen = {}
+    for mb in micro_batches:
+        for seq in mb:
+            for d, o, n in seq:
+                assert 0 < n and o + n <= lengths[d]
+                seen.setdefault(d, []).append((o, o + n))
+    total = 0
+    for ranges in seen.values():
+        ranges.sort()
+        assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+        total += sum(b - a for a, b in ranges)
+    return total
+
+
+@pytest.mark.parametrize("mode", ["concat", "best-fit"])
+@pytest.mark.parametrize("world,m,k", [(1, 1, 1), (3, 2, 2), (4, 3, 1)])
+def test_equal_micro_batches_per_rank_and_every_token_once(mode, world, m, k):
+    lengths = lognormal(2000)
+    samplers = [PackedSequenceSampler(lengths, 128, m, world, r, accumulation_steps=k, mode=mode, window=256,
+                                      seed=4) for r in range(world)]
+    assert len({len(s) for s in samplers}) == 1
+    read = [list(s) for s in samplers]
+    assert all(len(r) == len(samplers[0]) for r in read)
+    assert all(len(mb) == m for r in read for mb in r)
+    sizes = [sum(n for _, _, n in seq) for r in read for mb in r for seq in mb]
+    stats = samplers[0].stats
+    if mode == "concat":
+        assert all(n == 128 for n in sizes)
+        assert covered(lengths, [mb for r in read for mb in r]) == int(lengths.sum()) - stats["dropped_tokens"]
+        assert stats["dropped_tokens"] < (m * world * k + 1) * 128
+    else:
+        assert all(n <= 128 for n in sizes)
+        assert covered(lengths, [mb for r in read for mb in r]) == int(lengths.sum())
+        assert sum(1 for n in sizes if n == 0) == stats["empty_sequences"]
+        assert stats["padding_efficiency"] > 0.9
+    assert stats["skipped_documents"] == int((lengths == 0).sum())
+
+
+def test_random_access_matches_iteration_and_epochs_differ():
+    s = PackedSequenceSampler(lognormal(500), 64, 2, 2, 1, accumulation_steps=2, mode="best-fit", window=64)
+    it = list(s)
+    assert [s.micro_batch(j // 2, j % 2) for j in range(len(it))] == it
+    with pytest.raises(IndexError):
+        s.micro_batch(len(it) // 2)
+    s.set_epoch(1)
+    assert list(s) != it
+
+
+def test_collate_builds_ids_positions_document_ids_and_cu_seqlens():
+    tokens = np.arange(100, 200, dtype=np.uint16)  # document d starts at offsets[d]
+    offsets = np.array([0, 10, 30])
+    data = PackedSequenceDataset(tokens, offsets)
+    batch = [data[((1, 2, 3), (0, 0, 4))], data[()]]
+    out = collate_packed(batch, seq_len=8, pad_id=-1)
+    assert out["input_ids"].tolist() == [[112, 113, 114, 100, 101, 102, 103, -1], [-1] * 8]
+    assert out["position_ids"].tolist() == [[0, 1, 2, 0, 1, 2, 3, 0], list(range(8))]
+    assert out["document_ids"].tolist() == [[0, 0, 0, 1, 1, 1, 1, -1], [-1] * 8]
+    assert out["cu_seqlens"].tolist() == [0, 3, 7, 8, 16]
+    assert out["cu_seqlens"].dtype == torch.int32
+    assert out["max_seqlen"] == 8
+    assert out["num_tokens"].tolist() == [7, 0]
+    assert out["empty"].tolist() == [False, True]
+    with pytest.raises(distsampler.ConfigError, match="collate_packed: a sequence holds 7 tokens, over seq_len 6"):
+        collate_packed(batch[:1], seq_len=6)
+    with pytest.raises(distsampler.ConfigError, match="piece 0 asks for 5 tokens but the token array has 2"):
+        collate_packed([data[((2, 68, 5),)]], seq_len=8)
+
+
+def test_dataloader_with_two_workers_yields_the_sampler_order_as_tensors():
+    lengths = lognormal(300)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    tokens = np.arange(int(lengths.sum()), dtype=np.int64)  # token t is its own position
+    sampler = PackedSequenceSampler(lengths, 96, 2, 2, 0, mode="best-fit", window=64, seed=1)
+    loader = DataLoader(PackedSequenceDataset(tokens, offsets), batch_sampler=sampler, num_workers=2,
+                        collate_fn=functools.partial(collate_packed, seq_len=96))
+    got = list(loader)
+    want = list(sampler)
+    assert len(got) == len(want)
+    for batch, mb in zip(got, want):
+        for row, seq in enumerate(mb):
+            ids = [offsets[d] + o + i for d, o, n in seq for i in range(n)]
+            assert batch["input_ids"][row, :len(ids)].tolist() == ids
+            assert batch["num_tokens"][row] == len(ids)
+
+
+def test_the_checkpointing_loader_resumes_packed_sequences_after_the_batches_received():
+    lengths = lognormal(800, seed=5)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    data = PackedSequenceDataset(np.arange(int(lengths.sum()), dtype=np.int64), offsets)
+    collate = functools.partial(collate_packed, seq_len=128)
+
+    def loader(world, rank, m):
+        s = PackedSequenceSampler(lengths, 128, m, world, rank, mode="best-fit", window=128, seed=2)
+        return dst.DataLoader(data, batch_sampler=s, num_workers=2, collate_fn=collate)
+
+    first = [loader(2, r, 2) for r in range(2)]
+    seen = []
+    states = []
+    for dl in first:
+        it = iter(dl)
+        seen += [next(it)["pieces"] for _ in range(5)]  # the workers drew ahead of these
+        states.append(dl.state_dict())
+    assert states[0]["state"] == states[1]["state"]
+    for r in range(3):  # resumed on 3 ranks of 1 sequence each
+        dl = loader(3, r, 1)
+        dl.load_state_dict(states[0])
+        seen += [b["pieces"] for b in dl]
+    assert covered(lengths, seen) == int(lengths.sum())
+
+
+def test_resume_on_another_world_reads_the_rest_once_and_the_same_global_batch_exactly():
+    lengths = lognormal(1500, seed=9)
+    for mode in ("concat", "best-fit"):
+        first = [PackedSequenceSampler(lengths, 100, 2, 2, r, accumulation_steps=2, mode=mode, window=128, seed=3)
+                 for r in range(2)]
+        runs = [list(s) for s in first]
+        consumed = 7  # micro-batches every rank's loop received
+        state = first[0].state_dict(batches=consumed)
+        assert state == first[1].state_dict(batches=consumed)
+        # 3 ranks, micro-batch 1, accumulation 3 (another G)
+        rest = []
+        for r in range(3):
+            s = PackedSequenceSampler(lengths, 100, 1, 3, r, accumulation_steps=3, mode=mode, window=128, seed=3)
+            s.load_state_dict(state)
+            rest += list(s)
+        before = [mb for run in runs for mb in run[:consumed]]
+        total = covered(lengths, before + rest)
+        if mode == "best-fit":
+            assert total == int(lengths.sum())
+        # Same G (4 ranks x micro-batch 1 x accumulation 2 = 8): at a step boundary, exactly the same sequences.
+        state = first[0].state_dict(batches=6)
+        again = []
+        for r in range(4):
+            s = PackedSequenceSampler(lengths, 100, 1, 4, r, accumulation_steps=2, mode=mode, window=128, seed=3)
+            s.load_state_dict(state)
+            again.append(list(s))
+        steps = len(again[0]) // 2
+        flat_again = [seq for t in range(steps) for k in range(2) for r in range(4) for seq in again[r][2 * t + k]]
+        flat_first = [seq for t in range(3, 3 + steps) for k in range(2) for r in range(2)
+                      for seq in runs[r][2 * t + k]]
+        # The last step spreads its sequences over the micro-batches of each world: compare without the markers.
+        assert [q for q in flat_again if q] == [q for q in flat_first if q]
+
+
+def test_a_state_of_another_mode_seq_len_or_lengths_is_refused_naming_the_field():
+    lengths = lognormal(200)
+    s = PackedSequenceSampler(lengths, 64, 1, 1, 0)
+    state = s.state_dict(batches=3)
+    with pytest.raises(distsampler.StateError, match=r"mode differs \(state concat, sampler best-fit\)"):
+        PackedSequenceSampler(lengths, 64, 1, 1, 0, mode="best-fit").load_state_dict(state)
+    with pytest.raises(distsampler.StateError, match=r"seq_len differs \(state 64, sampler 65\)"):
+        PackedSequenceSampler(lengths, 65, 1, 1, 0).load_state_dict(state)
+    other = lengths.copy()
+    other[0] += 1
+    with pytest.raises(distsampler.StateError, match="document lengths differ"):
+        PackedSequenceSampler(other, 64, 1, 1, 0).load_state_dict(state)
+    loaded = PackedSequenceSampler(lengths, 64, 1, 1, 0)
+    loaded.load_state_dict(state)
+    clone = pickle.loads(pickle.dumps(loaded))
+    assert list(clone) == list(loaded)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"seq_len": 0}, "PackOptions: seq_len 0 is out of range"),
+    ({"mode": "greedy"}, 'PackedSequenceSampler: mode \'greedy\' is unknown (expected "concat" or "best-fit")'),
+    ({"micro_batch_size": 0}, "micro_batch_size"),
+    ({"mode": "best-fit", "split_long": False}, "document 1 has 900 tokens, over seq_len 64"),
+    ({"window": 8, "chunk": 16}, "window 8 is out of range (expected chunk 16..4294967295)"),
+])
+def test_bad_input_raises_config_error_naming_it(kwargs, message):
+    args = {"seq_len": 64, "micro_batch_size": 1, **kwargs}
+    with pytest.raises(distsampler.ConfigError) as e:
+        PackedSequenceSampler([5, 900, 0, 3], args.pop("seq_len"), args.pop("micro_batch_size"), 1, 0, **args)
+    assert message in str(e.value)
+
+
+def test_megatron_index_and_bin_feed_the_sampler_and_collate(tmp_path):
+    sizes = [5, 0, 7]
+    tokens = np.arange(12, dtype=np.uint16) + 1000
+    body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, 3, 4) + struct.pack("<3i", *sizes)
+    body += struct.pack("<3q", 0, 10, 10) + struct.pack("<4q", 0, 1, 2, 3)
+    (tmp_path / "d.idx").write_bytes(body)
+    tokens.tofile(tmp_path / "d.bin")
+    index = read_megatron_index(tmp_path / "d.idx")
+    assert index.sizes.tolist() == sizes and index.dtype == np.uint16
+    data, offsets, _ = megatron_tokens(tmp_path / "d")
+    assert offsets.tolist() == [0, 5, 5]
+    s = PackedSequenceSampler(index.sizes, 4, 1, 1, 0, shuffle=False)
+    batches = [collate_packed([PackedSequenceDataset(data, offsets)[seq] for seq in mb], seq_len=4) for mb in s]
+    assert [b["input_ids"].tolist() for b in batches] == [[[1000, 1001, 1002, 1003]], [[1004, 1005, 1006, 1007]],
+                                                          [[1008, 1009, 1010, 1011]]]
+    assert s.stats["skipped_documents"] == 1
+    for name in ("cut", "other"):
+        tokens.tofile(tmp_path / f"{name}.bin")
+    (tmp_path / "cut.idx").write_bytes(body[:-1])
+    with pytest.raises(distsampler.ConfigError, match=r"shard .*cut\.idx: is truncated"):
+        read_megatron_index(tmp_path / "cut.idx")
+    (tmp_path / "other.idx").write_bytes(b"TNTIDX\x00\x00\x00" + body[9:])
+    with pytest.raises(distsampler.ConfigError, match=r"other\.idx: wrong magic"):
+        read_megatron_index(tmp_path / "other.idx")
+    with pytest.raises(distsampler.ConfigError, match=r"missing\.idx: cannot open"):
+        read_megatron_index(tmp_path / "missing.idx")
+
+
+def test_four_gloo_ranks_same_steps_every_token_once_then_resume_on_two(gloo4):
+    lengths = pack_lengths()
+    results = gloo4.results("packing")
+    assert len({r["len"] for r in results}) == 1
+    assert all(r["counts"] == [[2] * 4] * (r["len"] // 2) for r in results)  # 2 micro-batches per rank per step
+    assert all(r["ids_match"] for r in results)
+    epoch0 = [mb for r in results for mb in r["epoch0"]]
+    assert covered(lengths, epoch0) == int(lengths.sum())
+    assert all(sum(n for _, _, n in seq) <= PACK_L for mb in epoch0 for seq in mb)
+    assert "token_layout" in results[0]["guard_error"] and "rank 3" in results[0]["guard_error"]
+    first = [mb for r in results for mb in r["saved_read"]]
+    rest = [mb for r in results[:2] for mb in r["resumed_read"]]
+    assert covered(lengths, first + rest) == int(lengths.sum())
+    assert "resumed_read" not in results[2]
