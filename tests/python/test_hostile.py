@@ -17,6 +17,7 @@ from distsampler.torch import (
     DistributedSampler,
     DistributedWeightedRandomSampler,
     MixtureBatchSampler,
+    PackedSequenceSampler,
     ShardStream,
     TokenBatchSampler,
 )
@@ -41,6 +42,8 @@ FAMILIES = {
     "DistributedWeightedRandomSampler": (lambda **kw: DistributedWeightedRandomSampler([1.0, 2.0, 3.0], **kw),
                                          dict(num_samples=6, num_replicas=2, rank=0, seed=0)),
     "ShardStream": (lambda **kw: ShardStream([5, 7, 3], **kw), dict(num_replicas=2, rank=0, seed=0)),
+    "PackedSequenceSampler": (lambda **kw: PackedSequenceSampler(LENGTHS, 16, **kw),
+                              dict(micro_batch_size=1, num_replicas=2, rank=0, accumulation_steps=1, seed=0)),
 }
 CASES = [(family, arg) for family, (_, kw) in FAMILIES.items() for arg in kw]
 
