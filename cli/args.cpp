@@ -51,6 +51,10 @@ const std::vector<FlagSpec>& flags() {
       {"--sources", "LIST", "sample counts of the mixture's sources, comma-separated"},
       {"--weights", "LIST", "the sources' weights, comma-separated decimals such as 0.5 (normalised to sum 1)"},
       {"--schedule", "STEP:W,W,..;..", "weight changes: from step STEP on the weights W,W,.. (entries separated by ;)"},
+      {"--end", "first_exhausted|all_seen|samples|steps",
+       "where a mixture epoch ends: the first source runs out (default), the last one does, or\n"
+       "                               after N samples (positions) or steps (global batches), N from --end-count"},
+      {"--end-count", "N", "with --end samples or steps: how many, at least 1"},
       {"--order", "", "print the epoch's global order as `source index` lines instead of micro-batches"},
       {"--seq-len", "L", "tokens per packed sequence, 1..8388607"},
       {"--mode", "concat|best-fit",
@@ -60,6 +64,12 @@ const std::vector<FlagSpec>& flags() {
       {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
       {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
       {"--state-after", "S", "print the steps before S, then `state: LINE` (resumable with --resume), and exit"},
+      {"--mesh", "NAME=SIZE,...",
+       "parallel mesh, outermost dim first (row-major, as torch's DeviceMesh): --world and\n"
+       "                               --rank are then global ranks, and a rank reads what its data rank reads"},
+      {"--data-dims", "NAME,...",
+       "with --mesh: the dims that split the data, in the mesh's order (default: those named dp,\n"
+       "                               dp_replicate and dp_shard)"},
   };
   return table;
 }
@@ -85,6 +95,7 @@ std::vector<std::string_view> command_names() {
 }
 
 bool takes(const CommandSpec& command, std::string_view flag) {
+  if ((flag == "--mesh" || flag == "--data-dims") && takes_mesh_flags(command.name)) return true;
   return std::find(command.required.begin(), command.required.end(), flag) != command.required.end() ||
          std::find(command.optional.begin(), command.optional.end(), flag) != command.optional.end();
 }
@@ -130,6 +141,7 @@ std::string_view closest(std::string_view typed, const std::vector<std::string_v
 std::vector<std::string_view> flags_of(const CommandSpec& command) {
   std::vector<std::string_view> all = command.required;
   all.insert(all.end(), command.optional.begin(), command.optional.end());
+  if (takes_mesh_flags(command.name)) all.insert(all.end(), {"--mesh", "--data-dims"});
   return all;
 }
 

@@ -144,6 +144,14 @@ struct Invocation {
 /// failed). Throws UsageError.
 int run_command(const Invocation& invocation);
 
+/// mesh.cpp: whether `command` takes --mesh and --data-dims (its --world and --rank then global).
+[[nodiscard]] bool takes_mesh_flags(std::string_view command);
+/// The invocation as data rank D of DW reads it: with --mesh, --world W becomes DW and --rank R its
+/// data rank D, and --mesh/--data-dims are removed; unchanged without them. Throws UsageError naming
+/// --mesh, --data-dims or --rank for a bad mesh, a mesh whose product is not W, or R >= W.
+[[nodiscard]] Invocation with_data_world(const Invocation& invocation);
+/// `distsampler mesh`: one line per global rank, `rank R: data D/DW` and its coordinates.
+int run_mesh(const Invocation& invocation);
 /// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
 /// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
 int run_index(const std::vector<std::string_view>& args);

@@ -16,13 +16,14 @@ std::vector<CommandSpec> batch_commands();        // batches.cpp: batches, state
 std::vector<CommandSpec> token_commands();        // tokens.cpp: tokens
 std::vector<CommandSpec> mixture_commands();      // mix.cpp: mix
 std::vector<CommandSpec> pack_commands();         // pack.cpp: pack
+std::vector<CommandSpec> mesh_commands();         // mesh.cpp: mesh (and --mesh for the others)
 
 const std::vector<CommandSpec>& commands() {
   // The registration table, in the order of the program's help: one line per family.
   static const std::vector<CommandSpec> table = [] {
     std::vector<CommandSpec> all;
     for (auto family : {distributed_commands, shard_commands, batch_commands, token_commands, mixture_commands,
-                        pack_commands}) {
+                        pack_commands, mesh_commands}) {
       for (CommandSpec& c : family()) all.push_back(std::move(c));
     }
     return all;
@@ -30,7 +31,8 @@ const std::vector<CommandSpec>& commands() {
   return table;
 }
 
-int run_command(const Invocation& invocation) { return invocation.command->run(invocation); }
+// With --mesh, a command runs as the data rank of its global --rank (mesh.cpp).
+int run_command(const Invocation& invocation) { return invocation.command->run(with_data_world(invocation)); }
 
 std::string torch_limit_text() { return fmt::format("with --shuffle torch, --size at most {}", limits::torch_size); }
 

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return finish(invocation.command, 0);
     }
-    return finish(command, invocation.command->run(invocation));  // the command table (commands.cpp)
+    return finish(command, cli::run_command(invocation));  // the command table (commands.cpp)
   } catch (const cli::UsageError& e) {
     return fail(command, e.what());
   } catch (const std::bad_alloc&) {

@@ -29,21 +29,31 @@ struct MixFlags {
   std::uint64_t accum = 1;
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
+  distsampler::MixtureEnd end = distsampler::MixtureEnd::first_exhausted;
+  std::uint64_t end_count = 0;
 };
 
 /// Rank `rank`'s MixtureSampler at the flags' epoch.
 [[nodiscard]] inline distsampler::MixtureSampler make_mixture(const MixFlags& mix, std::uint64_t rank) {
   namespace ds = distsampler;
-  return library("--sources/--weights/--schedule", [&] {
-    ds::MixtureSampler made(mix.sources, mix.weights, ds::World(rank, mix.world_size),
-                            ds::MixtureOptions()
-                                .with_micro_batch_size(mix.micro_batch)
-                                .with_accumulation_steps(mix.accum)
-                                .with_seed(mix.seed)
-                                .with_schedule(mix.schedule));
-    made.set_epoch(mix.epoch);
-    return made;
-  });
+  try {
+    return library("--sources/--weights/--schedule/--end", [&] {
+      ds::MixtureSampler made(mix.sources, mix.weights, ds::World(rank, mix.world_size),
+                              ds::MixtureOptions()
+                                  .with_micro_batch_size(mix.micro_batch)
+                                  .with_accumulation_steps(mix.accum)
+                                  .with_seed(mix.seed)
+                                  .with_schedule(mix.schedule)
+                                  .with_end(mix.end, mix.end_count));
+      made.set_epoch(mix.epoch);
+      return made;
+    });
+  } catch (const UsageError& e) {
+    // The library names its ends as the enum does; the command line spells them as --end values.
+    std::string message = e.what();
+    for (std::size_t at; (at = message.find("MixtureEnd::")) != std::string::npos;) message.replace(at, 12, "--end ");
+    throw UsageError(message);
+  }
 }
 
 /// The largest |count_i(k) - ideal_i(k)| over prefixes k of [0, positions) of `s`'s epoch, per source, with
@@ -91,11 +101,34 @@ std::vector<ds::WeightChange> schedule_flag(const Invocation& in) {
   }
 }
 
+// --end and --end-count: where the epoch ends; a count only for the ends that take one.
+void end_flags(const Invocation& in, MixFlags& f) {
+  static const ds::MixtureEnd ends[] = {ds::MixtureEnd::first_exhausted, ds::MixtureEnd::all_seen,
+                                        ds::MixtureEnd::samples, ds::MixtureEnd::steps};
+  const char* names[] = {"first_exhausted", "all_seen", "samples", "steps"};
+  std::size_t which = 0;
+  if (in.has("--end")) which = parse_choice("--end", in.text("--end"), {names[0], names[1], names[2], names[3]});
+  f.end = ends[which];
+  const bool counted = f.end == ds::MixtureEnd::samples || f.end == ds::MixtureEnd::steps;
+  if (counted && !in.has("--end-count")) {
+    throw UsageError(fmt::format("--end {} needs --end-count N (expected the number of {} in the epoch, at least 1)",
+                                 names[which], names[which]));
+  }
+  if (!counted && in.has("--end-count")) {
+    throw UsageError(
+        fmt::format("--end-count is given but --end is {} (expected --end samples or steps, or no "
+                    "--end-count: that end has no count)",
+                    names[which]));
+  }
+  if (counted) f.end_count = at_least_one(in, "--end-count");
+}
+
 int run_mix(const Invocation& in) {
   MixFlags f;
   f.sources = parse_count_list("--sources", in.text("--sources"));
   f.weights = parse_weights("--weights", in.text("--weights"));
   f.schedule = schedule_flag(in);
+  end_flags(in, f);
   f.world_size = at_least_one(in, "--world");
   const BatchFlags b = batch_flags(in, f.world_size);
   f.micro_batch = b.micro_batch;
@@ -168,9 +201,10 @@ std::vector<CommandSpec> mixture_commands() {
        "print a weighted mixture's micro-batches or order and its prefix error",
        "print each step's micro-batches of rank R (of every rank without --rank) as source:index pairs, or with\n"
        "--order the epoch's global order as `source index` lines; then the largest prefix error |count_i(k) - k w_i|\n"
-       "of each source over the positions printed. The epoch ends when the first source runs out.",
+       "of each source over the positions printed. The epoch ends where --end says: when the first source runs\n"
+       "out (the default), when the last one does, or after --end-count samples or steps.",
        {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
-       {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--order"},
+       {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--end", "--end-count", "--order"},
        fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank); the prefix error over\n"
                    "at most the first {} positions.\n",
                    limits::shards, limits::printed, limits::prefix_positions),

@@ -7,7 +7,7 @@ points from a lower layer to a higher one.
 The layers, lowest first (docs/ARCHITECTURE.md):
 
   base        version.hpp, error.hpp, detail/*       (detail/ includes nothing but base)
-  vocabulary  options.hpp, world.hpp, state.hpp, state/*   (values every part shares)
+  vocabulary  options.hpp, world.hpp, mesh.hpp, state.hpp, state/*   (values every part shares)
   order       permutation_traits.hpp, feistel.hpp, permutation.hpp, epoch_order.hpp
   layout      partition.hpp, batch_layout.hpp, worker_schedule.hpp
   samplers    the top-level samplers and checks, and one folder per family (shards/,
@@ -30,6 +30,7 @@ TOP = {
     "error.hpp": "base",
     "options.hpp": "vocabulary",
     "world.hpp": "vocabulary",
+    "mesh.hpp": "vocabulary",
     "state.hpp": "vocabulary",
     "permutation_traits.hpp": "order",
     "feistel.hpp": "order",
@@ -43,6 +44,7 @@ TOP = {
     "weighted.hpp": "samplers",
     "verify.hpp": "samplers",
     "overlap_check.hpp": "samplers",
+    "mesh_check.hpp": "samplers",
     "distsampler.hpp": "umbrella",
     "fmt.hpp": "adapters",
     "mpi.hpp": "adapters",

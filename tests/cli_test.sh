@@ -200,7 +200,7 @@ help_ok check -h -- --size --world --per-rank-seed --shuffle
 help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
-help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --order
+help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --end --end-count --order
 # --help wins wherever it is, even after a bad flag.
 help_ok check --size 1 --bogus 2 --help -- --per-rank-seed
 for c in indices check shards batches state mix; do
@@ -332,6 +332,26 @@ for w in 4294967296 1073741824; do
   limit=10 expect 0 "^max prefix error over the first 16777216 of $w positions: source 0 0\.[0-9]{3}, source 1" -- \
       mix --sources 100000000000,100000000000 --weights 1,1 --world $w --rank 0 --steps 1 --micro-batch 1 --accum 1
 done
+# --end: where the epoch ends (the header counts its steps and positions; G = 16).
+expect 0 '; 7 steps of epoch 0 \(112 positions\)$' -- "${mix[@]}" --end steps --end-count 7 --steps 1
+expect 0 '; 3 steps of epoch 0 \(48 positions\)$' -- "${mix[@]}" --end samples --end-count 48 --steps 1
+# first_exhausted: source 2 (20 samples at 0.2) runs out near position 100; all_seen: source 0 (1000 at 0.5) near 2000.
+expect 0 '; [56] steps of epoch 0 \((9[0-9]|10[0-9]) positions\)$' -- "${mix[@]}" --end first_exhausted --steps 1
+expect 0 '; 12[4-6] steps of epoch 0 \((19[89][0-9]|20[0-1][0-9]) positions\)$' -- "${mix[@]}" --end all_seen --steps 1
+run "${mix[@]}" --steps 1
+default_header="$(head -1 <<<"$out")"
+run "${mix[@]}" --steps 1 --end first_exhausted
+[[ -n "$default_header" && "$default_header" == "$(head -1 <<<"$out")" ]] && passed=$((passed + 1)) ||
+  fail "mix: --end first_exhausted is not the default"
+refuse --end '--end "last" is unknown (expected first_exhausted, all_seen, samples or steps)' "${mix[@]}" --end last
+refuse --end-count '--end samples needs --end-count N' "${mix[@]}" --end samples
+refuse --end-count '--end steps needs --end-count N' "${mix[@]}" --end steps
+refuse --end-count '--end-count 0 is too small (expected at least 1)' "${mix[@]}" --end steps --end-count 0
+refuse --end-count '--end-count "x"' "${mix[@]}" --end samples --end-count x
+refuse --end-count '--end-count is given but --end is first_exhausted' "${mix[@]}" --end-count 5
+refuse --end-count '--end-count is given but --end is all_seen' "${mix[@]}" --end all_seen --end-count 5
+refuse --end 'source 1 never finishes its first pass (its weight drops to 0 before it does; expected --end first_exhausted, samples or steps, or a positive final weight)' mix --sources 10,5 --weights 1,1 --schedule '1:1,0' --world 1 --micro-batch 1 --accum 1 \
+    --end all_seen
 
 # pack: packed sequences per rank and step, states that resume on another world, .idx input.
 pk=(pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 2 --micro-batch 2 --mode best-fit)
@@ -391,7 +411,7 @@ refuse --lengths 'other.idx: wrong magic (expected "MMIDIDX\0\0": not a Megatron
 refuse --lengths 'data2.idx: cannot open' pack --lengths "$tmp/data2.idx" --seq-len 4 --world 1
 
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix or pack'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack or mesh'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2
@@ -590,6 +610,88 @@ rc=$?
 [[ $rc -eq 2 ]] && grep -q 'distsampler indices: cannot write to standard output' "$tmp/err" &&
   passed=$((passed + 1)) ||
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
+
+# ---------------------------------------------------------------------------------------------------------
+# Parallel meshes: `mesh` maps global ranks to data ranks; --mesh makes --world and --rank global.
+
+# pp=2,dp=2,tp=2 row-major (tp fastest): the data rank is the dp coordinate.
+expected_mesh="rank 0: data 0/2 pp=0 dp=0 tp=0
+rank 1: data 0/2 pp=0 dp=0 tp=1
+rank 2: data 1/2 pp=0 dp=1 tp=0
+rank 3: data 1/2 pp=0 dp=1 tp=1
+rank 4: data 0/2 pp=1 dp=0 tp=0
+rank 5: data 0/2 pp=1 dp=0 tp=1
+rank 6: data 1/2 pp=1 dp=1 tp=0
+rank 7: data 1/2 pp=1 dp=1 tp=1"
+[[ "$("$cli" mesh --world 8 --mesh pp=2,dp=2,tp=2)" == "$expected_mesh" ]] && passed=$((passed + 1)) ||
+  fail "mesh pp=2,dp=2,tp=2 printed '$("$cli" mesh --world 8 --mesh pp=2,dp=2,tp=2)'"
+expect 0 '^rank 5: data 2/4 dp=2 tp=1$' -- mesh --world 8 --mesh dp=4,tp=2
+# HSDP: the data rank runs over dp_replicate and dp_shard.
+expect 0 '^rank 7: data 3/4 dp_replicate=1 dp_shard=1 tp=1$' -- mesh --world 8 --mesh dp_replicate=2,dp_shard=2,tp=2
+# Expert parallelism read as data, named explicitly: rank 13 is pp 1, dp 1, ep 0, tp 1.
+expect 0 '^rank 13: data 2/4 pp=1 dp=1 ep=0 tp=1$' -- mesh --world 16 --mesh pp=2,dp=2,ep=2,tp=2 --data-dims dp,ep
+# Megatron's tp-cp-ep-dp-pp order, spelled outermost first.
+expect 0 '^rank 6: data 1/2 pp=1 dp=1 ep=0 cp=0 tp=0$' -- mesh --world 8 --mesh pp=2,dp=2,ep=1,cp=1,tp=2
+# Global rank R of pp=2,dp=2,tp=2 reads what data rank (R / 2) mod 2 of 2 reads, in every mesh-aware command.
+same=0
+for r in 0 1 2 3 4 5 6 7; do
+  d=$(((r / 2) % 2))
+  [[ "$("$cli" indices --size 50 --world 8 --rank $r --seed 3 --mesh pp=2,dp=2,tp=2)" == \
+     "$("$cli" indices --size 50 --world 2 --rank $d --seed 3)" ]] || fail "indices --mesh: rank $r is not data rank $d"
+  [[ "$("$cli" batches --size 40 --world 8 --rank $r --micro-batch 3 --accum 2 --mesh pp=2,dp=2,tp=2)" == \
+     "$("$cli" batches --size 40 --world 2 --rank $d --micro-batch 3 --accum 2)" ]] ||
+    fail "batches --mesh: rank $r is not data rank $d"
+  [[ "$("$cli" tokens --lengths 5,9,2,30,7,7,1,12,40,3 --max-tokens 40 --world 8 --rank $r --mesh pp=2,dp=2,tp=2)" == \
+     "$("$cli" tokens --lengths 5,9,2,30,7,7,1,12,40,3 --max-tokens 40 --world 2 --rank $d)" ]] ||
+    fail "tokens --mesh: rank $r is not data rank $d"
+  [[ "$("$cli" mix --sources 30,20 --weights 0.6,0.4 --world 8 --rank $r --micro-batch 2 --accum 1 \
+        --mesh pp=2,dp=2,tp=2)" == \
+     "$("$cli" mix --sources 30,20 --weights 0.6,0.4 --world 2 --rank $d --micro-batch 2 --accum 1)" ]] ||
+    fail "mix --mesh: rank $r is not data rank $d"
+  [[ "$("$cli" pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 8 --rank $r --micro-batch 2 \
+        --mesh pp=2,dp=2,tp=2)" == \
+     "$("$cli" pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 2 --rank $d --micro-batch 2)" ]] ||
+    fail "pack --mesh: rank $r is not data rank $d"
+  same=$((same + 1))
+done
+[[ $same -eq 8 ]] && passed=$((passed + 1))
+[[ "$("$cli" indices --size 50 --world 8 --rank 5 --mesh dp=4,tp=2 | tr '\n' ' ')" != \
+   "$("$cli" indices --size 50 --world 8 --rank 5 | tr '\n' ' ')" ]] && passed=$((passed + 1)) ||
+  fail "indices --mesh dp=4,tp=2 --rank 5 reads what global rank 5 of 8 reads"
+[[ "$("$cli" check --size 100 --world 8 --mesh dp=4,tp=2)" == "$("$cli" check --size 100 --world 4)" ]] &&
+  passed=$((passed + 1)) || fail "check --mesh dp=4,tp=2 is not the check of 4 data ranks"
+expect 0 '^ok: N=100 W=2 ' -- check --size 100 --world 16 --mesh pp=2,dp=2,ep=2,tp=2
+expect 0 '^ok: N=100 W=4 ' -- check --size 100 --world 16 --mesh pp=2,dp=2,ep=2,tp=2 --data-dims dp,ep
+[[ "$("$cli" batches --size 40 --world 8 --micro-batch 3 --accum 2 --mesh dp=4,tp=2)" == \
+   "$("$cli" batches --size 40 --world 4 --micro-batch 3 --accum 2)" ]] && passed=$((passed + 1)) ||
+  fail "batches --mesh without --rank is not the batches of 4 data ranks"
+help_ok mesh --help -- --mesh --data-dims 'rank R: data D/DW'
+help_ok indices --help -- --mesh --data-dims
+
+# Bad meshes: exit 2, the message names --mesh or --data-dims.
+refuse --mesh 'mesh pp=2,dp=2,tp=2 has 8 ranks but --world is 6 (expected the product of the dims)' \
+  mesh --world 6 --mesh pp=2,dp=2,tp=2
+refuse --mesh 'has 8 ranks but --world is 6' indices --size 10 --world 6 --rank 0 --mesh pp=2,dp=2,tp=2
+refuse --mesh 'has dim dp of size 0 (expected at least 1)' indices --size 10 --world 2 --rank 0 --mesh dp=0,tp=2
+refuse --mesh 'has dim dp twice (expected each name once)' check --size 10 --world 4 --mesh dp=2,dp=2
+refuse --mesh 'has no data dim' batches --size 10 --world 8 --micro-batch 1 --accum 1 --mesh pp=2,tp=4
+refuse --mesh 'without a size' mesh --world 2 --mesh dp=2,tp
+refuse --mesh 'has a sign' mesh --world 2 --mesh dp=-2
+refuse --mesh 'has dim name ""' mesh --world 2 --mesh dp=2,=1
+refuse --mesh 'has more than 18446744073709551615 ranks' mesh --world 2 --mesh dp=4294967296,tp=4294967296
+refuse --data-dims 'data dim "ep" is not a dim of mesh pp=2,dp=2,tp=2 (expected one of pp,dp,tp)' \
+  mesh --world 8 --mesh pp=2,dp=2,tp=2 --data-dims dp,ep
+refuse --data-dims 'name dp twice' tokens --lengths 1,2 --max-tokens 4 --world 4 --mesh dp=2,tp=2 --data-dims dp,dp
+refuse --data-dims 'not in the order of mesh pp=2,dp=2,ep=2' mix --sources 3,3 --weights 0.5,0.5 --world 8 \
+  --micro-batch 1 --accum 1 --mesh pp=2,dp=2,ep=2 --data-dims ep,dp
+refuse --data-dims 'is empty' mesh --world 4 --mesh dp=2,tp=2 --data-dims ''
+refuse --data-dims 'needs --mesh' indices --size 10 --world 4 --rank 0 --data-dims dp
+refuse --mesh 'mesh needs a value' mesh --world 4 --mesh
+refuse --rank '--rank 8 is out of range for --world 8 (expected 0..7)' indices --size 10 --world 8 --rank 8 \
+  --mesh dp=4,tp=2
+refuse --mesh 'is not used by shards' shards --shard-sizes 10 --world 2 --workers 1 --mesh dp=2
+refuse --world 'too large for mesh' mesh --world 2000000 --mesh dp=2000000
+refuse --world 'is required for mesh' mesh --mesh dp=2
 
 # ---------------------------------------------------------------------------------------------------------
 # index: shard files indexed (records counted by hand here), verified, and every bad input refused.

@@ -10,6 +10,19 @@ id the training loop received.
         --workers 3 --resume RUN/checkpoint.pt   # another world and worker count: the rest of epoch 1
     python3 train_shards.py --verdict --data DIR RUN RUN2
 
+Under ``torchrun --max_restarts 1`` the script also survives a fault and restarts itself:
+
+    torchrun --nproc_per_node 4 --max_restarts 1 --redirects 2 --tee 2 train_shards.py --data DIR \
+        --out RUN --workers 1 --checkpoint-every 4 --fault 0:6:2:mid --stop-at 1:4
+    torchrun --nproc_per_node 2 --redirects 2 --tee 2 train_shards.py --data DIR --out RUN2 \
+        --workers 1 --resume RUN/checkpoint.pt
+
+``--checkpoint-every K`` writes RUN/checkpoint.pt (atomically) every K batches; ``--fault
+E:B:RANK:mid`` SIGKILLs RANK after batch B of epoch E, ``--fault E:B:0:save`` kills rank 0
+half-way through writing the checkpoint due at E:B (the previous one stays whole), both in
+the first attempt only; the restarted attempt resumes from RUN/checkpoint.pt and records
+where in RUN/resumed-N.json; ``--stop-at E:B`` ends the run cleanly after that checkpoint.
+
 ``--verdict`` reads the logs of the runs (the first one cut at its checkpoint) and prints
 whether each record was read exactly once per epoch. ``--naive --resume`` resumes from the
 position a hand-written loop often saves, what the DataLoader's workers produced instead
@@ -19,6 +32,7 @@ of what the loop received: its verdict fails, which shows the verdict can. (``--
 
 import argparse
 import glob
+import io
 import json
 import os
 import signal
@@ -39,9 +53,18 @@ def shard_paths(data):
     return paths
 
 
-def save_atomically(obj, path):
-    """Writes `obj` to `path` through a temporary file and a rename: a kill mid-write leaves the old file."""
+def save_atomically(obj, path, die_midway=False):
+    """Writes `obj` to `path` through a temporary file and a rename: a kill mid-write leaves the old file.
+    `die_midway`: SIGKILLs this process after half of the bytes (a fault to test exactly that)."""
     tmp = f"{path}.tmp{os.getpid()}"
+    if die_midway:
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        with open(tmp, "wb") as f:
+            f.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+            f.flush()
+            os.fsync(f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
@@ -58,8 +81,11 @@ def train(args):
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     first_epoch, first_batch = 0, 0
-    if args.resume:
-        ckpt = torch.load(args.resume)
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    own = os.path.join(args.out, "checkpoint.pt")
+    resume = args.resume or (own if attempt > 0 and os.path.exists(own) else None)
+    if resume:
+        ckpt = torch.load(resume)
         model.module.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         if args.naive:
@@ -67,8 +93,16 @@ def train(args):
         else:
             loader.load_state_dict(ckpt["loader"])
         first_epoch, first_batch = ckpt["epoch"], ckpt["batches"]
+    if attempt > 0 and rank == 0:  # where this attempt starts: the verdict cuts the previous one there
+        with open(os.path.join(args.out, f"resumed-{attempt}.json"), "w") as f:
+            json.dump({"epoch": first_epoch, "batches": first_batch}, f)
     kill_epoch, kill_batch = (int(v) for v in args.kill_at.split(":")) if args.kill_at else (-1, -1)
-    log = open(os.path.join(args.out, f"rank{rank}.log"), "a")
+    fault = None
+    if args.fault and attempt == 0:
+        e, b, r, kind = args.fault.split(":")
+        fault = (int(e), int(b), int(r), kind)
+    stop = tuple(int(v) for v in args.stop_at.split(":")) if args.stop_at else None
+    log = open(os.path.join(args.out, f"rank{rank}.log" if attempt == 0 else f"attempt{attempt}-rank{rank}.log"), "a")
     for epoch in range(first_epoch, args.epochs):
         loader.set_epoch(epoch)  # reaches the persistent workers too
         batch_no = first_batch if epoch == first_epoch else 0
@@ -96,14 +130,50 @@ def train(args):
             if (epoch, batch_no) == (kill_epoch, kill_batch + KILL_DELAY):
                 log.close()
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.checkpoint_every and batch_no % args.checkpoint_every == 0:
+                ckpt = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
+                        "epoch": epoch, "batches": batch_no, "loader": loader.state_dict()}
+                dying = fault is not None and fault[3] == "save" and (epoch, batch_no) == fault[:2]
+                if rank == 0:
+                    save_atomically(ckpt, own, die_midway=dying)
+                dist.barrier()
+                if stop == (epoch, batch_no):
+                    log.close()
+                    print(f"rank {rank}/{world}: stopped at epoch {epoch} batch {batch_no}", flush=True)
+                    dist.destroy_process_group()
+                    return
+            if fault is not None and fault[3] == "mid" and (epoch, batch_no) == fault[:2] and rank == fault[2]:
+                log.close()
+                os.kill(os.getpid(), signal.SIGKILL)
         print(f"rank {rank}/{world}: epoch {epoch} done after {batch_no} batches, loss {float(loss):.4f}", flush=True)
     dist.destroy_process_group()
 
 
 def read_logs(run, cut):
-    """{epoch: [ids]} of every rank log of `run`; with `cut` = (epoch, batches), only what came before it."""
+    """{epoch: [ids]} of every rank log of `run`, attempt by attempt: each attempt cut where the next one
+    resumed (resumed-N.json), the last one at `cut` = (epoch, batches) when given."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(run, "rank*.log"))):
+    attempt = 0
+    while True:
+        nxt = os.path.join(run, f"resumed-{attempt + 1}.json")
+        if os.path.exists(nxt):
+            with open(nxt) as f:
+                point = json.load(f)
+            attempt_cut = (point["epoch"], point["batches"])
+        else:
+            attempt_cut = cut
+        for epoch, ids in read_attempt(run, attempt, attempt_cut).items():
+            out.setdefault(epoch, []).extend(ids)
+        if attempt_cut is cut:
+            return out
+        attempt += 1
+
+
+def read_attempt(run, attempt, cut):
+    """{epoch: [ids]} of the rank logs of one attempt of `run`, before `cut` when given."""
+    out = {}
+    pattern = "rank*.log" if attempt == 0 else f"attempt{attempt}-rank*.log"
+    for path in sorted(glob.glob(os.path.join(run, pattern))):
         for line in open(path):
             epoch, batch, ids = line.rstrip("\n").split(" ")
             epoch, batch = int(epoch), int(batch)
@@ -151,6 +221,10 @@ def main():
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--kill-at", help="EPOCH:BATCH: checkpoint after that many batches of that epoch, then get killed")
     p.add_argument("--resume", help="a checkpoint to continue from")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="write OUT/checkpoint.pt every K batches")
+    p.add_argument("--fault", help="E:B:RANK:mid|save, first attempt only: kill RANK after batch B of epoch E, "
+                                   "or rank 0 while it writes the checkpoint due there")
+    p.add_argument("--stop-at", help="E:B: end the run cleanly after the checkpoint at batch B of epoch E")
     p.add_argument("--naive", action="store_true", help="resume from what the workers produced (wrong on purpose)")
     p.add_argument("--verdict", action="store_true", help="check the logs of RUNS instead of training")
     p.add_argument("runs", nargs="*", help="with --verdict: the run folders, the killed one first")

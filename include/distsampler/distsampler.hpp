@@ -9,6 +9,8 @@
 #include "epoch_order.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
+#include "mesh.hpp"
+#include "mesh_check.hpp"
 #include "shards/loader_round_robin.hpp"
 #if defined(__SIZEOF_INT128__)  // the mixture's count math needs a 128-bit integer type (GCC, Clang)
 #include "mixture/mixture_sampler.hpp"

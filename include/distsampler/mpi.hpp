@@ -1,5 +1,5 @@
 // distsampler MPI adapter (opt-in): World from an MPI communicator, a cross-rank configuration check, a runtime overlap
-// guard for every family, and each family's MPI helpers. SPDX-License-Identifier: MIT
+// guard for every family (also over a parallel mesh), and each family's MPI helpers. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_MPI_HPP
 #define DISTSAMPLER_MPI_HPP
 
@@ -12,8 +12,11 @@
 #endif
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,6 +37,25 @@ namespace detail {
 
 inline void check(int code, const char* what) {
   if (code != MPI_SUCCESS) fail(what, code);
+}
+
+// Rank and size in `comm`, without a collective (what a guard with a timeout may call).
+inline World rank_world(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return World(static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(size));
+}
+
+// "20 s", "1.5 s": a timeout as messages show it.
+inline std::string seconds_text(std::chrono::milliseconds t) {
+  std::string text = std::to_string(t.count() / 1000);
+  if (t.count() % 1000 != 0) {
+    std::string frac = std::to_string(1000 + t.count() % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    text += "." + frac;
+  }
+  return text + " s";
 }
 
 }  // namespace detail
@@ -115,7 +137,7 @@ class OverlapGuard : public ReadSums {
   [[nodiscard]] std::uint64_t dataset_size() const noexcept { return n_; }
 
   /// Collective over `comm`: the verdict, identical on every rank. Throws config_error
-  /// when an MPI call fails.
+  /// when an MPI call fails. Blocks until every rank calls it (see the overload with a timeout).
   [[nodiscard]] GuardReport finish(MPI_Comm comm = MPI_COMM_WORLD) const {
     const World world = world_from(comm);
     const OverlapWords local = overlap_words(*this, n_, world);
@@ -123,6 +145,110 @@ class OverlapGuard : public ReadSums {
     detail::check(
         MPI_Allreduce(local.data(), total.data(), static_cast<int>(overlap_word_count), MPI_UINT64_T, MPI_SUM, comm),
         "MPI_Allreduce");
+    return overlap_verdict(total, n_, world.world_size);
+  }
+
+  /// As above, but waits at most `timeout` for the other ranks, by point-to-point messages
+  /// (tag `tag` on `comm`) polled every 1 to 20 ms: each rank sends its words to rank 0; rank
+  /// 0 waits `timeout` for all of them, then sends every rank that arrived one decision, the
+  /// verdict or the ranks that did not arrive; the others wait up to 2 x `timeout` for it.
+  /// Throws config_error on every rank that reads the decision, with the same message:
+  /// "rank 2 did not arrive within 1 s (expected all 4 ranks to call the guard)". A rank that
+  /// waits in vain for rank 0 (rank 0 stalled, or this rank came after rank 0 gave up) throws
+  /// "rank 0 sent no decision within 2 s". What MPI cannot do: take back a message, so after
+  /// a failure the job should end (a later guard could match a late rank's stale message);
+  /// and survive a dead process: under Open MPI, mpirun ends the whole job when a rank is
+  /// killed or exits without MPI_Finalize (no rank is left waiting in the guard), and
+  /// mpirun's message names the rank. Messages are O(1) words per rank, O(W) at rank 0.
+  [[nodiscard]] GuardReport finish(MPI_Comm comm, std::chrono::milliseconds timeout, int tag = 0x6473) const {
+    const World world = detail::rank_world(comm);
+    const OverlapWords local = overlap_words(*this, n_, world);
+    // The decision: status (0 ok, 1 ranks missing), the summed words, how many ranks are
+    // missing, and the first few of them.
+    constexpr std::size_t listed = 8, words = 2 + overlap_word_count + listed;
+    std::uint64_t decision[words] = {};
+    const int w = static_cast<int>(world.world_size);
+    // Polls `requests` until all are done or `until`; returns which are done.
+    const auto poll = [](std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point until) {
+      std::vector<bool> done(requests.size(), false);
+      auto pause = std::chrono::milliseconds(1);
+      for (;;) {
+        bool all = true;
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+          int flag = 0;
+          if (!done[i]) detail::check(MPI_Test(&requests[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+          done[i] = done[i] || flag != 0;
+          all = all && done[i];
+        }
+        if (all || std::chrono::steady_clock::now() >= until) return done;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(20));
+      }
+    };
+    const auto start = std::chrono::steady_clock::now();
+    if (world.rank == 0) {
+      std::vector<OverlapWords> theirs(static_cast<std::size_t>(w));
+      std::vector<MPI_Request> requests(static_cast<std::size_t>(w), MPI_REQUEST_NULL);
+      for (int q = 1; q < w; ++q) {
+        detail::check(MPI_Irecv(theirs[static_cast<std::size_t>(q)].data(), static_cast<int>(overlap_word_count),
+                                MPI_UINT64_T, q, tag, comm, &requests[static_cast<std::size_t>(q)]),
+                      "MPI_Irecv");
+      }
+      const std::vector<bool> done = poll(requests, start + timeout);
+      std::vector<int> missing;
+      for (int q = 1; q < w; ++q) {
+        if (!done[static_cast<std::size_t>(q)]) missing.push_back(q);
+      }
+      decision[0] = missing.empty() ? 0 : 1;
+      decision[1 + overlap_word_count] = missing.size();
+      for (std::size_t i = 0; i < missing.size() && i < listed; ++i) {
+        decision[2 + overlap_word_count + i] = static_cast<std::uint64_t>(missing[i]);
+      }
+      for (std::size_t i = 0; i < overlap_word_count; ++i) {
+        decision[1 + i] = local[i];
+        for (int q = 1; q < w; ++q) decision[1 + i] += theirs[static_cast<std::size_t>(q)][i];
+      }
+      for (int q = 1; q < w; ++q) {
+        MPI_Request& rq = requests[static_cast<std::size_t>(q)];
+        if (!done[static_cast<std::size_t>(q)]) {  // never matched: withdrawn
+          MPI_Cancel(&rq);
+          MPI_Request_free(&rq);
+          continue;
+        }
+        detail::check(MPI_Send(decision, static_cast<int>(words), MPI_UINT64_T, q, tag + 1, comm), "MPI_Send");
+      }
+    } else {
+      std::vector<MPI_Request> requests(2, MPI_REQUEST_NULL);
+      detail::check(
+          MPI_Isend(local.data(), static_cast<int>(overlap_word_count), MPI_UINT64_T, 0, tag, comm, &requests[0]),
+          "MPI_Isend");
+      detail::check(MPI_Irecv(decision, static_cast<int>(words), MPI_UINT64_T, 0, tag + 1, comm, &requests[1]),
+                    "MPI_Irecv");
+      const std::vector<bool> done = poll(requests, start + 2 * timeout);
+      if (!done[1]) {
+        MPI_Cancel(&requests[1]);
+        MPI_Request_free(&requests[1]);
+        if (!done[0]) MPI_Request_free(&requests[0]);
+        distsampler::detail::throw_config_error(
+            "distsampler::mpi::guard_epoch: rank " + std::to_string(world.rank) + ": rank 0 sent no decision within " +
+            detail::seconds_text(2 * timeout) + " (expected all " + std::to_string(w) +
+            " ranks to call the guard; rank 0 is stalled, or gave up on this rank before it came)");
+      }
+    }
+    if (decision[0] != 0) {
+      std::string ranks = decision[1 + overlap_word_count] == 1 ? "rank " : "ranks ";
+      for (std::uint64_t i = 0; i < decision[1 + overlap_word_count] && i < listed; ++i) {
+        ranks += (i == 0 ? "" : ", ") + std::to_string(decision[2 + overlap_word_count + i]);
+      }
+      if (decision[1 + overlap_word_count] > listed) {
+        ranks += " and " + std::to_string(decision[1 + overlap_word_count] - listed) + " more";
+      }
+      distsampler::detail::throw_config_error("distsampler::mpi::guard_epoch: " + ranks + " did not arrive within " +
+                                              detail::seconds_text(timeout) + " (expected all " + std::to_string(w) +
+                                              " ranks to call the guard)");
+    }
+    OverlapWords total = {};
+    for (std::size_t i = 0; i < overlap_word_count; ++i) total[i] = decision[1 + i];
     return overlap_verdict(total, n_, world.world_size);
   }
 
@@ -140,6 +266,62 @@ template <class Sampler>
   OverlapGuard guard(sampler.dataset_size());
   guard.merge(segment_sums(sampler, world_from(comm)));
   return guard.finish(comm);
+}
+
+/// As above, waiting at most `timeout` for the other ranks (OverlapGuard::finish with a
+/// timeout: the same verdict, or the same config_error naming the ranks that did not arrive).
+template <class Sampler>
+[[nodiscard]] GuardReport guard_epoch(const Sampler& sampler, MPI_Comm comm, std::chrono::milliseconds timeout) {
+  OverlapGuard guard(sampler.dataset_size());
+  guard.merge(segment_sums(sampler, detail::rank_world(comm)));
+  return guard.finish(comm, timeout);
+}
+
+/// The mesh guard over MPI: `comm`'s ranks are the global ranks of `mesh` (its product is
+/// the communicator's size) and each passes the sampler it built for its data rank
+/// (World::from_mesh). Checks, on every rank alike (check_mesh_records), that each sampler
+/// is built for its rank's data rank and data world size, that every model-parallel group
+/// (tp, cp, pp, ...: the ranks that differ in one non-data dim) agrees on the key and
+/// reads the same samples, that the data ranks agree on the key, and returns whether the
+/// data ranks' reads are disjoint and covering. `sampler` is any sampler mesh_record_of
+/// takes. Collective over `comm`: one allgather of 16 words per rank; per rank the cost of
+/// its segment_sums, plus O(world_size x dims + N / DW) for the verdict. Throws
+/// config_error naming the group, the rank and the field ("tp group of ranks 4,5: rank 5
+/// reads other samples (seed 43, rank 4 has 42; ...)"), or when the mesh's product is not
+/// the communicator's size or an MPI call fails.
+template <class Sampler>
+[[nodiscard]] GuardReport guard_mesh_epoch(const Sampler& sampler, const Mesh& mesh, MPI_Comm comm = MPI_COMM_WORLD);
+
+/// The mesh guard's transport: every rank passes its `record` (mesh_record; the same
+/// number of words on every rank), and gets check_mesh_records's verdict over all of them
+/// (`format` names the key's fields). For samplers of your own; guard_mesh_epoch builds
+/// the record of a library sampler. Collective over `comm`; throws as guard_mesh_epoch.
+[[nodiscard]] inline GuardReport guard_mesh(const std::vector<std::uint64_t>& record, const Mesh& mesh,
+                                            std::uint64_t dataset_size, const MeshKeyFormat& format,
+                                            MPI_Comm comm = MPI_COMM_WORLD) {
+  const char* who = "distsampler::mpi::guard_mesh_epoch";
+  int size = 0;
+  detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (mesh.size() != static_cast<std::uint64_t>(size)) {
+    distsampler::detail::throw_config_error(std::string(who) + ": mesh " + mesh.to_string() + " has " +
+                                            std::to_string(mesh.size()) + " ranks but the communicator has " +
+                                            std::to_string(size) + " (expected the product of the dims)");
+  }
+  const int words = static_cast<int>(record.size());
+  std::vector<std::uint64_t> all(record.size() * static_cast<std::size_t>(size));
+  detail::check(MPI_Allgather(record.data(), words, MPI_UINT64_T, all.data(), words, MPI_UINT64_T, comm),
+                "MPI_Allgather");
+  std::vector<std::vector<std::uint64_t>> records;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(size); ++r) {
+    records.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * record.size()),
+                         all.begin() + static_cast<std::ptrdiff_t>((r + 1) * record.size()));
+  }
+  return check_mesh_records(who, mesh, dataset_size, records, format);
+}
+
+template <class Sampler>
+GuardReport guard_mesh_epoch(const Sampler& sampler, const Mesh& mesh, MPI_Comm comm) {
+  return guard_mesh(mesh_record_of(sampler), mesh, sampler.dataset_size(), mesh_key_format, comm);
 }
 
 }  // namespace mpi

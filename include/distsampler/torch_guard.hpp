@@ -1,4 +1,4 @@
-// distsampler c10d guard (opt-in): ranks of a torchrun job agree on the sampler and read disjoint, covering shares.
+// distsampler c10d guard (opt-in): ranks of a torchrun job (or of its parallel mesh) agree and read disjoint shares.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TORCH_GUARD_HPP
 #define DISTSAMPLER_TORCH_GUARD_HPP
@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/decimal.hpp"
 #include "detail/mix.hpp"
 #include "distsampler.hpp"
 #include "torch.hpp"
+#include "torch/exchange.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 namespace torch_guard {
@@ -93,15 +95,6 @@ inline std::string get_name(const std::vector<std::uint8_t>& in) {
   return name;
 }
 
-[[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
-                                      const std::exception& e) {
-  std::string reason = e.what();
-  reason = reason.substr(0, reason.find('\n'));
-  throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) + " failed to " + what +
-                     " the store keys under '" + ns + "' (expected all " + std::to_string(process.world_size) +
-                     " ranks to call the guard, equally often, on one store): " + reason);
-}
-
 // The guard's fields of any sampler: its key() (the family named by guard_family_code;
 // the engine field the key's fingerprint without its layout), its position, its family's
 // GuardShape (guard_shape_of: micro-batch size, accumulation, workers, layout) and its World.
@@ -136,31 +129,36 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
 ///
 /// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
 /// one record (28 words) under a key namespaced by the call number
-/// (`distsampler/guard/<n>/<rank>`), waits for all world_size records, reads them and
-/// compares: communication is O(world_size) words per rank, independent of the dataset.
-/// The last rank to finish deletes the call's keys; rank 0 returns only after every rank
-/// is done with the store (it hosts the one store_from_env makes). Each rank also hashes its 1/W block
-/// of [0, N) for the expected sums, so the check costs O(N / W) per rank, like the epoch.
+/// (`distsampler/guard/<n>/...`), waits for all world_size records, reads them, and the
+/// ranks agree on one decision (torch/exchange.hpp): communication is O(world_size) words
+/// per rank, independent of the dataset. Rank 0 returns only after every rank is done with
+/// the store (it hosts the one store_from_env makes) and deletes the call's keys. Each rank
+/// also hashes its 1/W block of [0, N) for the expected sums, so the check costs O(N / W)
+/// per rank, like the epoch.
+///
+/// `timeout` (zero: the store's timeout) bounds the wait for the other ranks, counted from
+/// this rank's call. Either every live rank returns the same verdict, or every live rank
+/// throws the same config_error naming the ranks that were missing: "rank 2 did not arrive
+/// within 20 s (expected all 4 ranks to call the guard, ...)" for a rank that never called
+/// (or died before publishing its record, or called too late), "rank 2 arrived but did not
+/// finish within 20 s (...)" for one that died or stalled inside the guard. A rank that
+/// dies after the decision does not change it. Only when the store itself fails (its host,
+/// rank 0 for store_from_env, died) may a rank that had not yet read the decision throw
+/// the store's error while others already returned.
 ///
 /// Throws config_error on every rank alike, naming the first rank that differs from rank
 /// 0 and the field ("rank 2 has seed 43, rank 0 has 42"), or a rank whose sampler is not
-/// built for its own rank; and when the store fails or times out (the store's timeout):
-/// a rank that never calls the guard, or a launcher that gave ranks different world sizes.
-/// Collective: every rank calls it the same number of times, in the same order.
+/// built for its own rank; for a negative `timeout`; and when ranks are missing or the
+/// store fails, as above. Collective: every rank calls it the same number of times, in the
+/// same order.
 [[nodiscard]] inline GuardReport check_reads(c10d::Store& store, const World& process, const GuardKey& key,
-                                             const ReadSums& sums) {
+                                             const ReadSums& sums,
+                                             std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
   const char* who = "distsampler::torch_guard::check_epoch";
   process.validate(who);
-  const std::uint64_t w = process.world_size, r = process.rank, n = key.fields[1];
-  // The call number: this rank's n-th guard on this store meets the other ranks' n-th.
-  // Counted in the store, per rank, so threads and processes alike stay in step; and
-  // deliberately not the epoch, so a rank with a wrong epoch still meets the others.
-  std::string ns = "distsampler/guard/calls/" + std::to_string(r);
-  try {
-    ns = "distsampler/guard/" + std::to_string(store.add(ns, 1));
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "count", e);
-  }
+  const std::chrono::milliseconds wait = detail::guard_timeout(store, timeout, who);
+  const std::uint64_t w = process.world_size, n = key.fields[1];
+  const std::string ns = detail::call_namespace(store, process, who);
   std::vector<std::uint8_t> mine;
   mine.reserve(detail::record_words * 8);
   detail::put(mine, detail::record_magic);
@@ -169,31 +167,7 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
   for (const std::uint64_t word : overlap_words(sums, n, process)) detail::put(mine, word);
   detail::put_name(mine, key.family);
 
-  std::vector<std::string> keys;
-  for (std::uint64_t q = 0; q < w; ++q) keys.push_back(ns + "/" + std::to_string(q));
-  std::vector<std::vector<std::uint8_t>> records;
-  try {
-    store.set(keys[static_cast<std::size_t>(r)], mine);
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "write", e);
-  }
-  try {
-    store.wait(keys, store.getTimeout());
-    for (const std::string& k : keys) records.push_back(store.get(k));
-    // The last rank to finish reading cleans up and says so; rank 0, which hosts a store
-    // made by store_from_env, waits for that, so it never leaves while others still talk.
-    if (store.add(ns + "/left", 1) == static_cast<std::int64_t>(w)) {
-      for (const std::string& k : keys) store.deleteKey(k);
-      store.deleteKey(ns + "/left");
-      store.set(ns + "/gone", std::vector<std::uint8_t>{1});
-    }
-    if (r == 0) {
-      store.wait({ns + "/gone"}, store.getTimeout());
-      store.deleteKey(ns + "/gone");
-    }
-  } catch (const std::exception& e) {
-    detail::store_failed(who, process, ns, "read", e);
-  }
+  const auto records = detail::exchange(store, ns, process, mine, wait, who);
 
   OverlapWords total = {};
   const std::vector<std::uint8_t>& first = records[0];
@@ -242,16 +216,64 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
 ///     auto store = distsampler::torch_guard::store_from_env();   // once per job
 ///     auto report = distsampler::torch_guard::check_epoch(sampler, *store);
 ///     if (!report.ok) throw std::runtime_error(report.message);
+///
+/// `timeout` bounds the wait for the other ranks (zero: the store's timeout; see check_reads).
 template <class Sampler>
-[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process) {
+[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process,
+                                      std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
   decltype(auto) core = detail::core_of(sampler, 0);
-  return check_reads(store, process, detail::key_of(core), segment_sums(core, process));
+  return check_reads(store, process, detail::key_of(core), segment_sums(core, process), timeout);
 }
 
 /// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
 template <class Sampler>
-[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store) {
-  return check_epoch(sampler, store, World::from_env());
+[[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store,
+                                      std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
+  return check_epoch(sampler, store, World::from_env(), timeout);
+}
+
+/// The mesh guard over a c10d store: `process` is this rank's global World (e.g. from
+/// RANK/WORLD_SIZE) in `mesh` (its product must be process.world_size) and `sampler` the
+/// sampler it built for its data rank (World::from_mesh; a library sampler or a libtorch
+/// adapter). Checks, on every rank alike (check_mesh_records), that each sampler is built
+/// for its rank's data rank and data world, that every model-parallel group (the ranks
+/// that differ in one non-data dim: tp, cp, pp, ...) agrees on the key and reads the same
+/// samples, that the data ranks agree on the key; returns whether the data ranks' reads
+/// are disjoint and covering. One record of 16 words per rank through the store, as
+/// check_reads; per rank the cost of its segment_sums, plus O(world_size x dims + N / DW).
+/// Throws config_error naming the group, the rank and the field ("tp group of ranks 4,5:
+/// rank 5 reads other samples (seed 43, rank 4 has 42; ...)"), for a mesh whose product
+/// is not the world size, and when the store fails. Collective, in step with check_epoch.
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const World& process,
+                                           const Mesh& mesh,
+                                           std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
+  const char* who = "distsampler::torch_guard::check_mesh_epoch";
+  process.validate(who);
+  const std::chrono::milliseconds wait = detail::guard_timeout(store, timeout, who);
+  if (mesh.size() != process.world_size) {
+    detail::throw_config_error(std::string(who) + ": mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
+                               " ranks but world_size is " + std::to_string(process.world_size) +
+                               " (expected the product of the dims)");
+  }
+  decltype(auto) core = detail::core_of(sampler, 0);
+  std::vector<std::uint8_t> mine;
+  for (const std::uint64_t word : mesh_record_of(core)) detail::put(mine, word);
+  const std::string ns = detail::call_namespace(store, process, who);
+  const std::vector<std::vector<std::uint8_t>> raw = detail::exchange(store, ns, process, mine, wait, who);
+  std::vector<std::vector<std::uint64_t>> records;
+  for (const std::vector<std::uint8_t>& rec : raw) {
+    std::vector<std::uint64_t> words;
+    for (std::size_t at = 0; at < rec.size() / 8; ++at) words.push_back(detail::get(rec, at));
+    records.push_back(std::move(words));
+  }
+  return check_mesh_records(who, mesh, core.dataset_size(), records, mesh_key_format);
+}
+
+/// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
+template <class Sampler>
+[[nodiscard]] GuardReport check_mesh_epoch(const Sampler& sampler, c10d::Store& store, const Mesh& mesh) {
+  return check_mesh_epoch(sampler, store, World::from_env(), mesh);
 }
 
 /// A c10d TCPStore for the job at MASTER_ADDR:MASTER_PORT, hosted by rank 0 (RANK and

@@ -14,6 +14,8 @@
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
+class Mesh;
+
 /// The position of this process in a distributed job.
 ///
 /// `rank` is in [0, world_size); `local_rank` is in [0, local_world_size) and
@@ -89,6 +91,23 @@ struct World {
   /// As `from_env_or(fallback)`, reading through `lookup`.
   template <class Lookup>
   [[nodiscard]] static World from_env_or(const World& fallback, Lookup&& lookup);
+
+  /// The data-parallel World of `process` (its global rank and world size, e.g. from the
+  /// launcher) in a parallel `mesh` (mesh.hpp, which defines these): rank is the data
+  /// rank, world_size the data world size. local_rank and local_world_size count the data
+  /// ranks on this process's node (global ranks placed in blocks of local_world_size per
+  /// node, as torchrun and SLURM place them) when they form aligned blocks of one size on
+  /// every node; otherwise, for a process without locality and for jobs over 2^20 ranks,
+  /// 0 of 1. Throws config_error when the mesh's product is not process.world_size.
+  /// O(world_size x dims) when local_world_size > 1, else O(dims).
+  [[nodiscard]] static World from_mesh(const World& process, const Mesh& mesh);
+  /// As above for global rank `global_rank` of `world_size` (locality unknown).
+  [[nodiscard]] static World from_mesh(std::uint64_t global_rank, std::uint64_t world_size, const Mesh& mesh);
+  /// As above for the process the launcher's environment describes (from_env's rules).
+  [[nodiscard]] static World from_mesh_env(const Mesh& mesh);
+  /// As from_mesh_env(mesh), reading variables through `lookup` (see from_env).
+  template <class Lookup>
+  [[nodiscard]] static World from_mesh_env(const Mesh& mesh, Lookup&& lookup);
 
   /// Throws config_error, prefixed by `who`, unless the invariants above hold.
   void validate(std::string_view who) const;

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
 
   // A family adds its file to python/core/ and one line here (declared in common.hpp).
   dp::register_world(m);
+  dp::register_mesh(m);
   dp::register_state(m);
   dp::register_verify(m);
   dp::register_distributed(m);

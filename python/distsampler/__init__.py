@@ -12,6 +12,8 @@ Submodules:
     token budget, equal steps on every rank), ``MixtureBatchSampler`` (sources mixed in exact
     per-step proportions), ``DistributedWeightedRandomSampler``, and ``guard`` for
     ``torch.distributed``.
+  - ``distsampler.mesh``: the data-parallel rank and world of a parallel mesh (tensor,
+    context, pipeline, expert parallelism), from named sizes or a torch ``DeviceMesh``.
   - ``distsampler.verify``: partition checks for tests.
 
 Errors: ``ConfigError`` (bad configuration) and ``StateError`` (bad or mismatched saved
@@ -19,6 +21,6 @@ state) are both subclasses of ``ValueError`` and carry the C++ library's message
 """
 
 from ._core import ConfigError, StateError, version as __version__
-from . import verify
+from . import mesh, verify
 
-__all__ = ["ConfigError", "StateError", "__version__", "verify"]
+__all__ = ["ConfigError", "StateError", "__version__", "mesh", "verify"]

@@ -73,3 +73,9 @@ def gloo2(gloo4, tmp_path_factory):
         path.write_text(json.dumps(results[0]["state"]))
         scenarios.append(f"{resume}={path}")
     return Job(out, 2, scenarios)
+
+
+@pytest.fixture(scope="session")
+def gloo8(tmp_path_factory):
+    """Eight processes as the global ranks of a parallel mesh (dp=4,tp=2, then pp=2,dp=2,tp=2): the mesh guard."""
+    return Job(tmp_path_factory.mktemp("gloo8"), 8, ["mesh_dp_tp", "mesh_pp_dp_tp"])

@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
+from distsampler.mesh import mesh_world
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
                                EmptyToNone, MixtureBatchSampler, PackedSequenceDataset, PackedSequenceSampler,
                                ShardStream, TokenBatchSampler, collate_packed, guard)
@@ -320,6 +321,46 @@ def scenario_packing(rank, world, data, state_path):
 
 def scenario_mixture(rank, world, data, arg):
     return mixture_scenario(rank)
+
+
+def guard_outcome(sampler, world):
+    """None when the mesh guard passes, else its ConfigError message."""
+    try:
+        guard(sampler, mesh=world)
+        return None
+    except distsampler.ConfigError as e:
+        return str(e)
+
+
+def mesh_scenario(rank, spec):
+    """Eight processes as the global ranks of `spec`: the mesh guard on correct samplers of three families
+    and on one broken run per failure it catches."""
+    world = mesh_world(spec)  # the global rank from torch.distributed
+    data = Indices(1001)
+    plain = lambda w, seed=42: DistributedSampler(data, w.num_replicas, w.rank, seed=seed)  # noqa: E731
+    out = {"world": [world.rank, world.world_size], "ok": guard_outcome(plain(world), world)}
+    out["batch_ok"] = guard_outcome(DistributedBatchSampler(data, 5, world.num_replicas, world.rank, seed=42), world)
+    out["tokens_ok"] = guard_outcome(TokenBatchSampler([1 + i * 7 % 50 for i in range(300)], 128, world.num_replicas,
+                                                       world.rank, seed=42), world)
+    out["seed"] = guard_outcome(plain(world, 43 if rank == 5 else 42), world)
+    out["global_rank"] = guard_outcome(DistributedSampler(data, 8, rank, seed=42), world)
+    resumed = plain(world)
+    if rank == 3:  # one rank of a tp group resumed from another checkpoint: the same key, other reads
+        resumed.load_state_dict(plain(world).state_dict(10))
+    out["reads"] = guard_outcome(resumed, world)
+    out["data_seed"] = guard_outcome(plain(world, 43 if world.rank == 1 else 42), world)
+    out["size"] = guard_outcome(plain(world), mesh_world("dp=4", rank=0, world_size=4))
+    if "pp" in spec:
+        out["pp_seed"] = guard_outcome(plain(world, 43 if rank >= 4 else 42), world)
+    return out
+
+
+def scenario_mesh_dp_tp(rank, world, data, arg):
+    return mesh_scenario(rank, "dp=4,tp=2")
+
+
+def scenario_mesh_pp_dp_tp(rank, world, data, arg):
+    return mesh_scenario(rank, "pp=2,dp=2,tp=2")
 
 
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}

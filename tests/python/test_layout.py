@@ -155,8 +155,9 @@ def test_guard_imports_no_family():
     # Each family describes itself (_guard_description); guard.py only reads that.
     text = (PACKAGE / "torch" / "guard.py").read_text(encoding="utf-8")
     imports = [line for line in text.split("\n") if line.startswith(("import ", "from "))]
-    assert imports == ["import torch.distributed as dist", "from .._core import ConfigError",
-                       "from ._common import PUBLIC_MODULE"]
+    assert imports == ["import pickle", "import torch.distributed as dist", "from .._core import ConfigError",
+                       "from ..mesh import check_guard_descriptions, guard_read_sums",
+                       "from ._common import PUBLIC_MODULE", "from ._exchange import exchange, timeout_seconds"]
     assert "isinstance(" not in text
 
 
@@ -165,11 +166,11 @@ def test_guard_imports_no_family():
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
-                "PackedSequenceSampler"]
+                "PackedSequenceSampler", "Mesh", "ReadSums"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
-                  "make_packed_sequence_sampler"]
+                  "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():

@@ -18,13 +18,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torchrun(nproc, *args):
-    """torchrun on 127.0.0.1 with Debian 12's workaround (--redirects 2 --tee 2), from this interpreter."""
+def torchrun(nproc, *args, launcher=()):
+    """torchrun on 127.0.0.1 with Debian 12's workaround (--redirects 2 --tee 2), from this interpreter;
+    `launcher`: more torchrun flags (before the script)."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
     env["OMP_NUM_THREADS"] = "1"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(nproc),
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--redirects", "2", "--tee", "2",
-           EXAMPLE, *args]
+           *launcher, EXAMPLE, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Launches 4 ranks of torch_guard_rank torchrun-style on 127.0.0.1 (a free port) and checks every rank's output.
 # SPDX-License-Identifier: MIT
-# usage: guard_launch.sh TORCH_GUARD_RANK MODE
+# usage: guard_launch.sh TORCH_GUARD_RANK MODE (torch_guard_rank's modes; in the fault modes rank 2 fails the others)
 set -euo pipefail
 bin="$1" mode="$2" world=4
 out="$(mktemp -d)"
@@ -14,7 +14,13 @@ for rank in $(seq 0 $((world - 1))); do
   pids+=($!)
 done
 status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+start=$SECONDS
+# In the fault modes rank 2 may die (SIGKILL) or leave early: only the others must exit 0.
+for rank in $(seq 0 $((world - 1))); do
+  if ! wait "${pids[$rank]}" && { [ "$rank" -ne 2 ] || [[ "$mode" != die-* ]]; }; then status=1; fi
+done
+elapsed=$((SECONDS - start))
+if [ "$elapsed" -gt 15 ]; then echo "the ranks took $elapsed s (expected a few: the guard waits 1 s)"; status=1; fi
 
 who='distsampler::torch_guard::check_epoch'
 expect=()
@@ -30,9 +36,17 @@ case "$mode" in
   world) expect=("config_error: $who: rank 1 has world_size 5, rank 0 has 4 \(expected the same on every rank\)") ;;
   rank) expect=("config_error: $who: rank 3 of 4 built its sampler as rank 1 of 4 \(expected its own rank 3 of 4\)") ;;
   overlap) expect=("overlap: overlap: 1 extra reads \(1004 reads of 1003 expected, 0 padding\)") ;;
+  absent|die-before|late)
+    expect=("config_error: $who: rank 2 did not arrive within 1 s \(expected all 4 ranks to call the guard, equally often, on one store\)") ;;
+  die-publish|die-read)
+    expect=("config_error: $who: rank 2 arrived but did not finish within 1 s \(expected all 4 ranks to call the guard, equally often, on one store; it died or stalled inside\)") ;;
+  die-after) expect=("die-after: ok: disjoint and covering over 4 ranks") ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
-for rank in $(seq 0 $((world - 1))); do
+# The ranks that must print the expected lines: all but rank 2 when it dies or never calls.
+ranks="0 1 2 3"
+case "$mode" in absent|die-before|die-publish|die-read) ranks="0 1 3" ;; esac
+for rank in $ranks; do
   for line in "${expect[@]}"; do
     if ! grep -Eq "^rank $rank: $line" "$out/rank$rank.txt"; then
       echo "rank $rank: missing \"$line\"; its output:"

@@ -347,12 +347,41 @@ CATCH_TEST_CASE("The guard's sums catch overlap and missing samples", "[torch-gu
 
 CATCH_TEST_CASE("A rank that never calls the guard makes the others fail loudly, not hang", "[torch-guard][errors]") {
   auto store = c10::make_intrusive<c10d::HashStore>();
-  store->setTimeout(std::chrono::seconds(20));
-  store->setTimeout(std::chrono::milliseconds(200));
+  store->setTimeout(std::chrono::milliseconds(200));  // the default: the store's timeout
   CATCH_CHECK_THROWS_WITH(guard::check_epoch(plain(10, ds::World(0, 2), 1, ds::Tail::pad), *store, ds::World(0, 2)),
-                          Catch::Matchers::StartsWith("distsampler::torch_guard::check_epoch: rank 0 failed to read "
-                                                      "the store keys under 'distsampler/guard/1' (expected all 2 "
-                                                      "ranks to call the guard, equally often, on one store): "));
+                          "distsampler::torch_guard::check_epoch: rank 1 did not arrive within 0.2 s (expected all 2 "
+                          "ranks to call the guard, equally often, on one store)");
+  // Three ranks, rank 2 absent, an explicit timeout: both live ranks fail alike, naming it.
+  auto store3 = c10::make_intrusive<c10d::HashStore>();
+  store3->setTimeout(std::chrono::seconds(20));
+  const auto out = run_ranks(
+      2,
+      [&](std::uint64_t r, c10d::Store& s) {
+        return guard::check_epoch(plain(10, ds::World(r, 3), 1, ds::Tail::pad), s, ds::World(r, 3),
+                                  std::chrono::milliseconds(1500));
+      },
+      *store3);
+  const std::string expected =
+      "distsampler::torch_guard::check_epoch: rank 2 did not arrive within 1.5 s (expected all 3 ranks to call the "
+      "guard, equally often, on one store)";
+  for (const auto& o : out) {
+    CATCH_CHECK(o.threw);
+    CATCH_CHECK(o.message == expected);
+  }
+  // It arrives late: it fails with the decision already taken, at once.
+  const auto start = std::chrono::steady_clock::now();
+  CATCH_CHECK_THROWS_WITH(guard::check_epoch(plain(10, ds::World(2, 3), 1, ds::Tail::pad), *store3, ds::World(2, 3),
+                                             std::chrono::seconds(10)),
+                          expected);
+  CATCH_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+CATCH_TEST_CASE("The guard refuses a negative timeout", "[torch-guard][errors]") {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  CATCH_CHECK_THROWS_WITH(guard::check_epoch(plain(10, ds::World(0, 1), 1, ds::Tail::pad), *store, ds::World(0, 1),
+                                             std::chrono::milliseconds(-5)),
+                          "distsampler::torch_guard::check_epoch: timeout -5 ms is negative (expected a positive "
+                          "duration, or zero for the store's timeout)");
 }
 
 CATCH_TEST_CASE("store_from_env names the variable that is missing or malformed", "[torch-guard][errors]") {

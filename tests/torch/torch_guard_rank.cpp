@@ -2,11 +2,15 @@
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch_guard.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <thread>
 
 namespace ds = distsampler;
 namespace guard = distsampler::torch_guard;
@@ -34,6 +38,43 @@ ds::StreamingShardSampler shards(ds::World world) {
   return ds::StreamingShardSampler({400, 3, 250, 350}, world, ds::ShardSamplerOptions(o).with_num_workers(2));
 }
 
+// A store that forwards to `inner` and SIGKILLs this process once it read, or added 1 to, a key
+// ending in `fatal`: a rank dying at a chosen point inside the guard.
+class DyingStore : public c10d::Store {
+ public:
+  DyingStore(c10d::Store& inner, std::string fatal)
+      : c10d::Store(inner.getTimeout()), inner_(inner), fatal_(std::move(fatal)) {}
+  void set(const std::string& k, const std::vector<uint8_t>& v) override { inner_.set(k, v); }
+  std::vector<uint8_t> compareSet(const std::string& k, const std::vector<uint8_t>& a,
+                                  const std::vector<uint8_t>& b) override {
+    return inner_.compareSet(k, a, b);
+  }
+  std::vector<uint8_t> get(const std::string& k) override {
+    auto out = inner_.get(k);
+    die_at(k);
+    return out;
+  }
+  int64_t add(const std::string& k, int64_t v) override {
+    const int64_t out = inner_.add(k, v);
+    if (v == 1) die_at(k);
+    return out;
+  }
+  bool deleteKey(const std::string& k) override { return inner_.deleteKey(k); }
+  bool check(const std::vector<std::string>& keys) override { return inner_.check(keys); }
+  int64_t getNumKeys() override { return inner_.getNumKeys(); }
+  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override { inner_.wait(keys, t); }
+
+ private:
+  void die_at(const std::string& k) const {
+    if (k.size() >= fatal_.size() && k.compare(k.size() - fatal_.size(), fatal_.size(), fatal_) == 0) {
+      ::kill(::getpid(), SIGKILL);
+    }
+  }
+  c10d::Store& inner_;
+  std::string fatal_;
+};
+
 void say(const ds::World& world, const std::string& what) {
   std::printf("rank %llu: %s\n", static_cast<unsigned long long>(world.rank), what.c_str());
   std::fflush(stdout);
@@ -43,8 +84,10 @@ void say(const ds::World& world, const std::string& what) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr,
-                 "usage: torch_guard_rank ok|seed|world|rank|overlap  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
+    std::fprintf(
+        stderr,
+        "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late"
+        "  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -88,6 +131,27 @@ int main(int argc, char** argv) {
       key.fields[12] = world.world_size;
       key.rank = world.rank;
       say(world, "overlap: " + guard::check_reads(*store, world, key, sums).message);
+    } else if (mode == "absent" || mode == "late" || mode.rfind("die-", 0) == 0) {
+      // Rank 2 fails the others in one way per mode; the guard waits 1 s for it.
+      const auto timeout = std::chrono::seconds(1);
+      const auto sampler = plain(world, 42);
+      const bool two = world.rank == 2;
+      if (two && mode == "die-before") ::kill(::getpid(), SIGKILL);
+      if (two && (mode == "absent" || mode == "late")) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      if (two && mode == "absent") return 0;  // alive, but never calls the guard
+      // die-publish: killed once counted in (its record published); die-read: once it read every
+      // record, before it counts itself out.
+      DyingStore store2(*store, two && mode == "die-publish" ? "/in/2"
+                                : two && mode == "die-read"  ? "/record/3"
+                                                             : "\n");
+      try {
+        say(world, mode + ": " + guard::check_epoch(sampler, store2, world, timeout).message);
+      } catch (const ds::config_error& e) {
+        say(world, std::string("config_error: ") + e.what());
+      }
+      if (two && mode == "die-after") ::kill(::getpid(), SIGKILL);
+      // The store's host outlives the late rank, so it reads the decision.
+      if (world.rank == 0 && mode == "late") std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

@@ -1,9 +1,13 @@
-# distsampler.torch.guard: one all-gather proving every rank built the same sampler.
+# distsampler.torch.guard: one exchange through the process group's store proving every rank built the same sampler.
 # SPDX-License-Identifier: MIT
+import pickle
+
 import torch.distributed as dist
 
 from .._core import ConfigError
+from ..mesh import check_guard_descriptions, guard_read_sums
 from ._common import PUBLIC_MODULE
+from ._exchange import exchange, timeout_seconds
 
 
 def _foreign_description(sampler):
@@ -39,24 +43,65 @@ def _describe(sampler):
     }
 
 
-def guard(sampler, group=None):
-    """Checks, with one all-gather over ``torch.distributed``, that every rank built the
-    same sampler: same dataset size, seed, shuffle, tail, order, epoch, accumulation, world
-    and, for ``TokenBatchSampler``, the same lengths and budget options, and that
-    each rank's ``rank`` / ``num_replicas`` are its process rank and the group size.
+def _store(group):
+    # The store every rank of the job reaches: the default process group's (torch.distributed's own).
+    return dist.distributed_c10d._get_default_store()
+
+
+def guard(sampler, group=None, timeout=300.0, mesh=None):
+    """Checks, through the process group's store, that every rank built the same sampler:
+    same dataset size, seed, shuffle, tail, order, epoch, accumulation, world and, for
+    ``TokenBatchSampler``, the same lengths and budget options, and that each rank's
+    ``rank`` / ``num_replicas`` are its process rank and the group size.
 
     Call it on every rank (a collective) after building the sampler, or after
     ``set_epoch``. Raises ``ConfigError`` on every rank, naming the first rank that
     differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
     "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
     these attributes, torch's own DistributedSampler included.
+
+    ``timeout`` (seconds, or a ``datetime.timedelta``) bounds the wait for the other
+    ranks. Either every live rank returns, or every live rank raises the same
+    ``ConfigError`` naming the missing ranks: "guard: rank 2 did not arrive within 20 s
+    (expected all 4 ranks to call the guard, ...)" for a rank that never called (died,
+    or called too late), "rank 2 arrived but did not finish within 20 s (...)" for one
+    that died inside the guard. The exchange is the C++ c10d guard's (one record per
+    rank and one decision, through the default group's store; no collective of the
+    group runs, so a dead rank cannot leave it hanging). Only when the store's host
+    (rank 0) dies may a rank raise the store's own error instead.
+
+    With ``mesh`` (the ``DataWorld`` of ``distsampler.mesh.mesh_world``, or its ``Mesh``; the
+    group's ranks are the mesh's global ranks, row-major), the checks are the C++ mesh
+    guard's (``check_mesh_groups``): each sampler is built for its rank's data rank and data
+    world, every model-parallel group (the ranks that differ in one non-data dim, innermost
+    first) agrees on these fields and reads the same indices (a hash of what a copy of the
+    sampler yields this epoch, O(its share)), and the data ranks agree on the fields, so
+    their shares are disjoint and covering. A mismatch names the group, the rank and the
+    field: "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has
+    42; ...)".
     """
+    seconds = timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
-    size = dist.get_world_size(group)
-    gathered = [None] * size
-    dist.all_gather_object(gathered, mine, group=group)
+    if mesh is not None:
+        mine["reads"] = guard_read_sums(sampler)
+    size, me = dist.get_world_size(group), dist.get_rank(group)
+    members = "all" if group is None else "-".join(str(r) for r in dist.get_process_group_ranks(group))
+    store = _store(group)
+    scope = f"distsampler/guard/py/{members}"
+    try:
+        # The call number: this rank's n-th guard meets the other ranks' n-th (counted in the store).
+        ns = f"{scope}/{store.add(f'{scope}/calls/{me}', 1)}"
+    except RuntimeError as e:
+        raise ConfigError(f"guard: rank {me} failed to count the store keys under '{scope}': "
+                          f"{str(e).splitlines()[0]}") from None
+    # pickled as all_gather_object would: the records come from the job's own ranks
+    records = exchange(store, ns, me, size, pickle.dumps(mine), seconds, "guard")
+    gathered = [pickle.loads(r) for r in records]
+    if mesh is not None:
+        check_guard_descriptions(gathered, mesh, size)
+        return gathered
     for r, d in enumerate(gathered):
         if d["num_replicas"] != size:
             raise ConfigError(f"guard: rank {r} has num_replicas {d['num_replicas']} but the process group has "

@@ -1,5 +1,8 @@
 # Type stub of distsampler.torch.guard.
 # SPDX-License-Identifier: MIT
-from typing import Any, Dict, List
+import datetime
+from typing import Any, Dict, List, Union
 
-def guard(sampler: Any, group: Any = ...) -> List[Dict[str, Any]]: ...
+def guard(
+    sampler: Any, group: Any = ..., timeout: Union[float, datetime.timedelta] = ..., mesh: Any = ...
+) -> List[Dict[str, Any]]: ...
