@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <distsampler/detail/checked.hpp>
+
 namespace cli {
 
 /// A bad command line, input file or flag combination: printed after "distsampler <command>: ", exit status 2.
@@ -35,6 +37,8 @@ inline constexpr std::uint64_t torch_size = std::uint64_t{1} << 26;
 /// torch_rank_cost stands for seeding the generator and allocating the table.
 inline constexpr std::uint64_t torch_work = std::uint64_t{1} << 28;
 inline constexpr std::uint64_t torch_rank_cost = 1024;
+/// Positions of the global order mix walks for its prefix error (the first ones when a step is larger).
+inline constexpr std::uint64_t prefix_positions = std::uint64_t{1} << 24;
 /// Shard sizes read from a list or a file.
 inline constexpr std::uint64_t shards = std::uint64_t{1} << 20;
 /// Lengths read by tokens from a list or a file.
@@ -133,7 +137,7 @@ struct Invocation {
 
 /// a * b, or UINT64_MAX when it overflows.
 [[nodiscard]] constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) noexcept {
-  return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+  return distsampler::detail::mul_fits(a, b) ? a * b : UINT64_MAX;
 }
 
 /// Runs the parsed command through its CommandSpec::run; returns the exit status (0 ok, 1 a promise

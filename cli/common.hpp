@@ -106,7 +106,8 @@ inline BatchFlags batch_flags(const Invocation& in, std::uint64_t world_size) {
   BatchFlags b;
   b.micro_batch = at_least_one(in, "--micro-batch");
   b.accum = at_least_one(in, "--accum");
-  if (b.micro_batch > UINT64_MAX / world_size || b.accum > UINT64_MAX / (b.micro_batch * world_size)) {
+  if (!distsampler::detail::mul_fits(b.micro_batch, world_size) ||
+      !distsampler::detail::mul_fits(b.micro_batch * world_size, b.accum)) {
     throw UsageError(
         fmt::format("--micro-batch {} x --world {} x --accum {} overflows 64 bits (expected a global "
                     "batch below 2^64)",

@@ -174,9 +174,15 @@ int run_mix(const Invocation& in) {
       });
     }
   }
-  const std::vector<double> worst = mixture_prefix_error(first, positions);
+  // The prefix error walks the global order: bounded, as what is printed is, however large a step is.
+  const std::uint64_t walked = std::min(positions, limits::prefix_positions);
+  const std::vector<double> worst = mixture_prefix_error(first, walked);
   auto& line = out.buffer();
-  fmt::format_to(std::back_inserter(line), "max prefix error over {} positions:", positions);
+  if (walked == positions) {
+    fmt::format_to(std::back_inserter(line), "max prefix error over {} positions:", positions);
+  } else {
+    fmt::format_to(std::back_inserter(line), "max prefix error over the first {} of {} positions:", walked, positions);
+  }
   for (std::size_t i = 0; i < worst.size(); ++i) {
     fmt::format_to(std::back_inserter(line), "{} source {} {:.3f}", i ? "," : "", i, worst[i]);
   }
@@ -199,8 +205,9 @@ std::vector<CommandSpec> mixture_commands() {
        "out (the default), when the last one does, or after --end-count samples or steps.",
        {"--sources", "--weights", "--world", "--micro-batch", "--accum"},
        {"--rank", "--steps", "--seed", "--epoch", "--schedule", "--end", "--end-count", "--order"},
-       fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank).\n", limits::shards,
-                   limits::printed),
+       fmt::format("limits: at most {} sources and {} samples printed (see --steps, --rank); the prefix error over\n"
+                   "at most the first {} positions.\n",
+                   limits::shards, limits::printed, limits::prefix_positions),
        run_mix}};
 }
 

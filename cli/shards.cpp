@@ -83,7 +83,7 @@ ShardFlags shard_flags(const Invocation& in) {
   }
   if (in.has("--run-length")) f.options.run_length = at_least_one(in, "--run-length");
   if (in.has("--window")) f.options.shuffle_window = at_least_one(in, "--window");
-  if (f.options.run_length > UINT64_MAX / f.options.max_open_shards) {
+  if (!ds::detail::mul_fits(f.options.max_open_shards, f.options.run_length)) {
     throw UsageError(
         fmt::format("--max-open-shards {} x --run-length {} overflows 64 bits (expected a block below "
                     "2^64 samples)",

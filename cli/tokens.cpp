@@ -50,6 +50,15 @@ int run_tokens(const Invocation& in) {
   if (t.world_size > limits::ranks) {
     too_large(fmt::format("--world {}", t.world_size), "tokens", limits::ranks, "every rank's micro-batches are dealt");
   }
+  const std::uint64_t accum = t.options.accumulation_steps;
+  if (!ds::detail::mul_fits(t.world_size, accum)) {
+    throw UsageError(fmt::format("--world {} x --accum {} overflows 64 bits (expected a product of at most {})",
+                                 t.world_size, accum, ds::TokenBatchSampler::max_group));
+  }
+  if (t.world_size * accum > ds::TokenBatchSampler::max_group) {
+    too_large(fmt::format("--world {} x --accum {} = {}", t.world_size, accum, t.world_size * accum), "tokens",
+              ds::TokenBatchSampler::max_group, "every window plans at least one step of that many micro-batches");
+  }
   const ds::TokenBatchSampler s = make_token_sampler(t, rank.value_or(0));
   const std::uint64_t steps = std::min(in.number("--steps").value_or(UINT64_MAX), s.num_steps());
   const std::uint64_t first = rank.value_or(0), last = rank ? first + 1 : t.world_size;
@@ -104,8 +113,9 @@ std::vector<CommandSpec> token_commands() {
        "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
        {"--lengths", "--max-tokens", "--world"},
        {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"},
-       fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line.\n",
-                   limits::lengths, limits::file_bytes, limits::line_bytes),
+       fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line;\n"
+                   "--world x --accum at most {} micro-batches per step.\n",
+                   limits::lengths, limits::file_bytes, limits::line_bytes, distsampler::TokenBatchSampler::max_group),
        run_tokens}};
 }
 

@@ -26,4 +26,4 @@ core_packages=(cmake make ninja-build g++ catch2 libfmt-dev)
 test_packages=(openmpi-bin libopenmpi-dev libtorch-dev ccache)
 # The Python package's build and tests: Debian's interpreter with torch, pybind11 and pytest.
 python_packages=(python3 python3-dev python3-venv python3-setuptools python3-pybind11 python3-numpy python3-pytest
-                 python3-torch)
+                 python3-torch python3-hypothesis)

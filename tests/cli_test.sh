@@ -327,6 +327,11 @@ refuse --schedule '--schedule entry 2 step "y"' "${mix[@]}" --schedule '5:1,1,1;
 refuse --order 'would print' mix --sources 1000000000000,1000000000000 --weights 1,1 --world 1 --micro-batch 1 \
     --accum 1 --order
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' "${mix[@]}" --rank 2
+# One rank's step of a huge world: the prefix error walks a bounded prefix of the global order (it hung).
+for w in 4294967296 1073741824; do
+  limit=10 expect 0 "^max prefix error over the first 16777216 of $w positions: source 0 0\.[0-9]{3}, source 1" -- \
+      mix --sources 100000000000,100000000000 --weights 1,1 --world $w --rank 0 --steps 1 --micro-batch 1 --accum 1
+done
 # --end: where the epoch ends (the header counts its steps and positions; G = 16).
 expect 0 '; 7 steps of epoch 0 \(112 positions\)$' -- "${mix[@]}" --end steps --end-count 7 --steps 1
 expect 0 '; 3 steps of epoch 0 \(48 positions\)$' -- "${mix[@]}" --end samples --end-count 48 --steps 1
@@ -524,6 +529,21 @@ refuse --lengths 'has no lengths (expected one per line)' tokens --lengths "$tmp
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
     --rank 2
 refuse --accum '--accum 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 --accum 0
+# world x accum wrapping around 2^64 (to 0: SIGFPE; to 4 and past the plan: SIGSEGV), or too large to plan.
+refuse --accum '--world 2 x --accum 9223372036854775808 overflows 64 bits' tokens --lengths 3,4,5 --max-tokens 10 \
+    --world 2 --accum 9223372036854775808
+refuse --accum '--world 2 x --accum 9223372036854775810 overflows 64 bits' tokens --lengths 3,4,5 --max-tokens 10 \
+    --world 2 --accum 9223372036854775810
+refuse --accum '--world 4 x --accum 4611686018427387905 overflows 64 bits' tokens --lengths 3,4,5 --max-tokens 10 \
+    --world 4 --rank 3 --accum 4611686018427387905
+limit=10 refuse --accum '--world 1 x --accum 33554432 = 33554432 is too large for tokens (at most 1048576: every' \
+    tokens --lengths 3,4,5 --max-tokens 10 --world 1 --accum 33554432 --steps 0
+limit=10 refuse --accum '--world 1024 x --accum 1048576 = 1073741824 is too large for tokens (at most 1048576' \
+    tokens --lengths 3,4,5 --max-tokens 10 --world 1024 --accum 1048576 --rank 0
+limit=10 refuse --accum '--world 1 x --accum 18446744073709551615 = 18446744073709551615 is too large for tokens' \
+    tokens --lengths 3,4,5 --max-tokens 10 --world 1 --accum 18446744073709551615
+help_ok tokens --help -- '--world x --accum at most 1048576 micro-batches per step'
+help_ok mix --help -- 'the prefix error over' 'at most the first 16777216 positions'
 refuse --window '--window 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
     --window 0
 refuse --window 'window 4294967296 is out of range (expected 1..4294967295)' tokens --lengths 3,4 --max-tokens 10 \

@@ -170,7 +170,7 @@ TEST_CASE("BatchLayout rejects bad shapes with config_error naming the parameter
   CHECK_THROWS_WITH(BatchLayout(10, 0, std::uint64_t{1} << 63, 2, 1, Tail::drop),
                     "BatchLayout: micro_batch_size 9223372036854775808 x world_size 2 overflows 64 bits");
   CHECK_THROWS_WITH(BatchLayout(10, 0, std::uint64_t{1} << 32, 2, std::uint64_t{1} << 31, Tail::drop),
-                    "BatchLayout: global batch micro_batch_size 4294967296 x world_size 2 x accumulation_steps "
+                    "BatchLayout: micro_batch_size 4294967296 x world_size 2 x accumulation_steps "
                     "2147483648 overflows 64 bits");
   CHECK_THROWS_WITH(BatchLayout(10, 11, 1, 1, 1, Tail::drop),
                     "BatchLayout: start 11 exceeds dataset_size 10 (expected 0..10)");

@@ -331,7 +331,7 @@ TEST_CASE("Bad configuration throws config_error with the exact message", "[batc
                     "DistributedBatchSampler: rank 4 is out of range for world_size 4 (expected 0..3)");
   CHECK_THROWS_WITH(
       DistributedBatchSampler<>(10, World(0, 4), micro(std::uint64_t{1} << 33).with_accumulation_steps(1u << 30)),
-      "DistributedBatchSampler: global batch micro_batch_size 8589934592 x world_size 4 x "
+      "DistributedBatchSampler: micro_batch_size 8589934592 x world_size 4 x "
       "accumulation_steps 1073741824 overflows 64 bits");
   CHECK_THROWS_WITH(DistributedBatchSampler<>(10, World(0, 4), micro(std::uint64_t{1} << 63).with_global_batch_size(8)),
                     "DistributedBatchSampler: micro_batch_size 9223372036854775808 x world_size 4 overflows 64 bits");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <distsampler/detail/bounded.hpp>
+#include <distsampler/detail/checked.hpp>
 #include <distsampler/detail/decimal.hpp>
 #include <distsampler/detail/mix.hpp>
 #include <distsampler/shards/detail/position_ranges.hpp>
@@ -248,4 +249,24 @@ TEST_CASE("normalize_positions joins elements touching the prefix and keeps the 
   distsampler::detail::normalize_positions(apart);
   CHECK(apart.ranges.empty());
   CHECK(apart.strided == std::vector<StridedRange>{{20, 1, 4, 3}, {50, 1, 4, 2}});
+}
+
+TEST_CASE("checked_product multiplies sizes and names every factor when the product overflows 64 bits",
+          "[detail][checked]") {
+  CHECK(detail::checked_mul("Who", "a", 6, "b", 7) == 42);
+  CHECK(detail::checked_mul("Who", "a", UINT64_MAX, "b", 1) == UINT64_MAX);
+  CHECK(detail::checked_mul("Who", "a", std::uint64_t{1} << 32, "b", (std::uint64_t{1} << 32) - 1) ==
+        (std::uint64_t{1} << 32) * ((std::uint64_t{1} << 32) - 1));
+  CHECK(detail::checked_product("Who", {}) == 1);
+  // A zero factor makes the product 0 even after an overflowing pair.
+  CHECK(detail::checked_product("Who", {{"a", UINT64_MAX}, {"b", 2}, {"c", 0}}) == 0);
+  CHECK(detail::mul_fits(0, UINT64_MAX));
+  CHECK_FALSE(detail::mul_fits(2, std::uint64_t{1} << 63));
+  // The products the token sampler took unchecked: W x K wrapping to 0 and to 4.
+  CHECK_THROWS_AS(detail::checked_mul("Who", "a", 2, "b", std::uint64_t{1} << 63), distsampler::config_error);
+  CHECK_THROWS_WITH(detail::checked_mul("Who", "world_size", 2, "accumulation_steps", (std::uint64_t{1} << 63) + 2),
+                    "Who: world_size 2 x accumulation_steps 9223372036854775810 overflows 64 bits");
+  CHECK_THROWS_WITH(
+      detail::checked_product("Who", {{"micro_batch_size", 1u << 31}, {"world_size", 1u << 31}, {"k", 1u << 3}}),
+      "Who: micro_batch_size 2147483648 x world_size 2147483648 x k 8 overflows 64 bits");
 }

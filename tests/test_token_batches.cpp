@@ -350,6 +350,34 @@ TEST_CASE("Token batches: bad input throws config_error naming the sample or opt
                     "TokenBatchOptions: tail drop is not supported (expected uneven: every sample once, empty "
                     "micro-batches flagged)");
   CHECK_THROWS_AS(ds::TokenBatchSampler(3, lengths, w, ds::TokenBatchOptions()), ds::config_error);
+  // G = W x K wrapping around 2^64 (to 0: a division by zero; to 4: reads past the plan) is refused.
+  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, ds::World(0, 2),
+                                          ds::TokenBatchOptions(o).with_accumulation_steps(std::uint64_t{1} << 63)),
+                    "TokenBatchSampler: world_size 2 x accumulation_steps 9223372036854775808 overflows 64 bits");
+  CHECK_THROWS_WITH(
+      ds::TokenBatchSampler(3, lengths, ds::World(3, 4),
+                            ds::TokenBatchOptions(o).with_accumulation_steps((std::uint64_t{1} << 62) + 1)),
+      "TokenBatchSampler: world_size 4 x accumulation_steps 4611686018427387905 overflows 64 bits");
+  CHECK_THROWS_WITH(ds::plan_window(lengths.data(), 3, ds::TokenBatchOptions(o).with_accumulation_steps(UINT64_MAX),
+                                    0, 0, false, 0, 2),
+                    "plan_window: world_size 2 x accumulation_steps 18446744073709551615 overflows 64 bits");
+  // A G every window must plan (empties included) is bounded before anything is allocated.
+  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, ds::World(0, 2),
+                                          ds::TokenBatchOptions(o).with_accumulation_steps(std::uint64_t{1} << 24)),
+                    "TokenBatchSampler: world_size 2 x accumulation_steps 16777216 = 33554432 micro-batches per step "
+                    "exceeds max_group 1048576 (expected at most that many: every window plans at least one step of "
+                    "them)");
+  CHECK_THROWS_WITH(ds::TokenBatchSampler(3, lengths, ds::World(0, std::uint64_t{1} << 27), o),
+                    "TokenBatchSampler: world_size 134217728 x accumulation_steps 1 = 134217728 micro-batches per "
+                    "step exceeds max_group 1048576 (expected at most that many: every window plans at least one "
+                    "step of them)");
+  {
+    // At the bound: one step of 2^20 micro-batches, three of them real.
+    const ds::TokenBatchSampler edge(3, lengths, ds::World(0, 1024),
+                                     ds::TokenBatchOptions(o).with_accumulation_steps(1024));
+    CHECK(edge.num_steps() == 1);
+    CHECK(edge.stats().micro_batches == ds::TokenBatchSampler::max_group);
+  }
 
   const ds::TokenBatchSampler s(3, lengths, w, o);
   CHECK_THROWS_WITH(s.state(s.num_steps() + 1),

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "detail/checked.hpp"
 #include "error.hpp"
 #include "options.hpp"
 #include "version.hpp"
@@ -57,13 +58,8 @@ class BatchLayout {
       : n_(dataset_size), m_(micro_batch_size), w_(world_size), k_(accumulation_steps), tail_(tail) {
     detail::check_tail(tail, who);
     if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
-    const std::uint64_t round = round_size(m_, w_, who);
-    if (k_ > UINT64_MAX / round) {
-      detail::throw_config_error(std::string(who) + ": global batch micro_batch_size " + std::to_string(m_) +
-                                 " x world_size " + std::to_string(w_) + " x accumulation_steps " + std::to_string(k_) +
-                                 " overflows 64 bits");
-    }
-    g_ = round * k_;
+    (void)round_size(m_, w_, who);
+    g_ = detail::checked_product(who, {{"micro_batch_size", m_}, {"world_size", w_}, {"accumulation_steps", k_}});
     if (start > n_) {
       detail::throw_config_error(std::string(who) + ": start " + std::to_string(start) + " exceeds dataset_size " +
                                  std::to_string(n_) + " (expected 0.." + std::to_string(n_) + ")");
@@ -79,11 +75,7 @@ class BatchLayout {
       detail::throw_config_error(std::string(who) + ": micro_batch_size is 0 (expected at least 1)");
     }
     if (world_size == 0) detail::throw_config_error(std::string(who) + ": world_size is 0 (expected at least 1)");
-    if (micro_batch_size > UINT64_MAX / world_size) {
-      detail::throw_config_error(std::string(who) + ": micro_batch_size " + std::to_string(micro_batch_size) +
-                                 " x world_size " + std::to_string(world_size) + " overflows 64 bits");
-    }
-    return micro_batch_size * world_size;
+    return detail::checked_mul(who, "micro_batch_size", micro_batch_size, "world_size", world_size);
   }
 
   /// The same layout over positions [start, N); start <= dataset_size() (unchecked).

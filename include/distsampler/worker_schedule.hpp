@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/checked.hpp"
 #include "error.hpp"
 #include "version.hpp"
 
@@ -45,16 +46,13 @@ class WorkerSchedule {
       : k_(accumulation_steps), workers_(num_workers), lead_(lead), who_(who) {
     if (k_ == 0) detail::throw_config_error(std::string(who) + ": accumulation_steps is 0 (expected at least 1)");
     if (workers_ == 0) detail::throw_config_error(std::string(who) + ": num_workers is 0 (expected at least 1)");
-    if (num_steps != 0 && k_ > UINT64_MAX / num_steps) {
-      detail::throw_config_error(std::string(who) + ": num_steps " + std::to_string(num_steps) +
-                                 " x accumulation_steps " + std::to_string(k_) + " overflows 64 bits");
-    }
+    const std::uint64_t whole = detail::checked_mul(who, "num_steps", num_steps, "accumulation_steps", k_);
     if (lead_ >= k_) {
       detail::throw_config_error(std::string(who) + ": lead " + std::to_string(lead_) +
                                  " is out of range for accumulation_steps " + std::to_string(k_) +
                                  " (expected 0.." + std::to_string(k_ - 1) + ")");
     }
-    total_ = num_steps == 0 ? 0 : num_steps * k_ - lead_;
+    total_ = num_steps == 0 ? 0 : whole - lead_;
   }
 
   /// Micro-batch number j (< total(); unchecked) as a step and its micro-batch.

@@ -44,8 +44,8 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
                py::gil_scoped_release release;
                for (std::uint64_t j = 0; j < count; ++j) {
                  auto& v = out[static_cast<std::size_t>(j)];
-                 v.resize(static_cast<std::size_t>(b.micro_batch_size()));
                  const ds::MicroBatchId at = b.micro_batch_id(first + j);
+                 v.resize(static_cast<std::size_t>(b.micro_batch_length(at.step, at.micro_batch)));  // not m: see tail
                  v.resize(static_cast<std::size_t>(b.fill_micro_batch(at.step, at.micro_batch, v.data())));
                }
              }
@@ -61,7 +61,8 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
              const std::uint64_t width = b.micro_batch_size();
              if (first > total) first = total;
              if (count > total - first) count = total - first;
-             std::vector<std::uint64_t> values(static_cast<std::size_t>(count * width));
+             std::vector<std::uint64_t> values(static_cast<std::size_t>(
+                 ds::detail::checked_mul("DistributedBatchSampler", "count", count, "micro_batch_size", width)));
              std::vector<std::uint64_t> lengths(static_cast<std::size_t>(count));
              {
                py::gil_scoped_release release;

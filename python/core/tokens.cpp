@@ -1,6 +1,7 @@
 // _core binding of TokenBatchSampler over a NumPy array of uint32 lengths (kept alive, not copied).
 // SPDX-License-Identifier: MIT
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,23 +13,63 @@
 namespace distsampler_python {
 namespace {
 
-// A TokenBatchSampler over a NumPy array of uint32 lengths, which it keeps alive: the
-// sampler reads the array's memory (no copy). The last planned window is cached so a walk
-// over consecutive micro-batches plans each window once.
+// Buffer exports that keep the memory of a lengths array in place: one on the array and one
+// on the object that owns its memory at the end of its base chain (a memory map's mmap,
+// whose close() then raises BufferError instead of unmapping what the sampler reads).
+class LengthsLock {
+ public:
+  explicit LengthsLock(const py::array& lengths) {
+    exports_.push_back(std::make_unique<py::buffer_info>(py::buffer(lengths).request()));
+    py::object owner = lengths;
+    while (py::isinstance<py::array>(owner) && !owner.attr("base").is_none()) owner = owner.attr("base");
+    if (!py::isinstance<py::array>(owner) && PyObject_CheckBuffer(owner.ptr()) == 1) {
+      exports_.push_back(std::make_unique<py::buffer_info>(py::reinterpret_borrow<py::buffer>(owner).request()));
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<py::buffer_info>> exports_;
+};
+
+// A TokenBatchSampler over a NumPy array of uint32 lengths, which it keeps alive and
+// exported (LengthsLock): the sampler reads the array's memory (no copy). Every call
+// first checks that the array still has the memory and size it was built on (NumPy's
+// resize(refcheck=False) reallocates despite exports) and raises state_error otherwise.
+// The last planned window is cached so a walk over consecutive micro-batches plans each
+// window once.
 class TokenCore {
  public:
   TokenCore(py::array lengths, ds::TokenBatchSampler sampler)
-      : lengths_(std::move(lengths)), sampler_(std::move(sampler)) {}
-  TokenCore(const TokenCore& other) : lengths_(other.lengths_), sampler_(other.sampler_) {}
+      : lengths_(std::move(lengths)),
+        lock_(std::make_shared<LengthsLock>(lengths_)),
+        data_(lengths_.data()),
+        size_(lengths_.size()),
+        sampler_(std::move(sampler)) {}
+  TokenCore(const TokenCore& other)
+      : lengths_(other.lengths_),
+        lock_(other.lock_),
+        data_(other.data_),
+        size_(other.size_),
+        sampler_(other.sampler_) {}
 
-  const ds::TokenBatchSampler& sampler() const noexcept { return sampler_; }
+  // The sampler, once the lengths are known to be where it reads them; call with the GIL.
+  const ds::TokenBatchSampler& sampler() const {
+    if (lengths_.data() != data_ || lengths_.size() != size_ || lengths_.ndim() != 1) {
+      throw ds::state_error(
+          "TokenBatchSampler: lengths was resized or reallocated after the sampler was built (expected the array "
+          "unchanged while the sampler reads it; build a new TokenBatchSampler)");
+    }
+    return sampler_;
+  }
 
   void set_epoch(std::uint64_t epoch) {
+    (void)sampler();
     std::lock_guard<std::mutex> lock(mutex_);
     sampler_.set_epoch(epoch);
     window_.reset();
   }
   void resume(const ds::SamplerState& state) {
+    (void)sampler();
     std::lock_guard<std::mutex> lock(mutex_);
     sampler_.resume(state);
     window_.reset();
@@ -42,10 +83,16 @@ class TokenCore {
     return window_->micro_batch(step, id % k, sampler_.rank());
   }
 
-  std::uint64_t total() const noexcept { return sampler_.num_steps() * sampler_.accumulation_steps(); }
+  std::uint64_t total() const {
+    return ds::detail::checked_mul("TokenBatchSampler", "num_steps", sampler_.num_steps(), "accumulation_steps",
+                                   sampler_.accumulation_steps());
+  }
 
  private:
   py::array lengths_;
+  std::shared_ptr<LengthsLock> lock_;  // shared by copies; released with the GIL held (Python frees TokenCore)
+  const void* data_;
+  py::ssize_t size_;
   ds::TokenBatchSampler sampler_;
   mutable std::mutex mutex_;
   mutable std::optional<ds::TokenWindow> window_;
@@ -97,8 +144,9 @@ py::dict token_stats(const ds::TokenEpochStats& s) {
 
 void register_tokens(py::module_& m) {
   using T = TokenCore;
-  py::class_<T>(m, "TokenBatchSampler")
-      .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
+  py::class_<T> c(m, "TokenBatchSampler");
+  c.attr("max_group") = ds::TokenBatchSampler::max_group;
+  c.def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
       .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
       .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
       .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })
@@ -136,6 +184,7 @@ void register_tokens(py::module_& m) {
       // This rank's micro-batches [first, first + count) (numbered step * K + k) as lists;
       // an empty micro-batch is an empty list.
       .def("micro_batches", [](const T& t, std::uint64_t first, std::uint64_t count) {
+        (void)t.sampler();
         const std::uint64_t total = t.total();
         if (first > total) first = total;
         if (count > total - first) count = total - first;

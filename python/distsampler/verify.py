@@ -15,10 +15,15 @@ N mod W missed); equal counts (``"uneven"``: differing by at most one); ``"pad"`
 exactly (W - N mod W) mod W slots. Memory: one byte per dataset index.
 """
 
+import operator
+
 from . import _core
 from ._core import ConfigError
 
 __all__ = ["PartitionReport", "check_partition", "check_samplers", "assert_partition"]
+
+# The largest dataset_size check_partition takes: it keeps one byte per index (4 GiB here).
+_MAX_CHECKED_SIZE = 1 << 32
 
 
 class PartitionReport:
@@ -46,9 +51,19 @@ def check_partition(dataset_size, ranks, tail="pad", padding=None):
 
     Raises ``ConfigError`` for no ranks, padding lists that do not match, or an unknown tail.
     """
+    who = "check_partition"
+    if isinstance(dataset_size, bool):
+        raise ConfigError(f"{who}: dataset_size {dataset_size!r} is a bool (expected an int)")
+    try:
+        n = operator.index(dataset_size)
+    except TypeError:
+        raise ConfigError(f"{who}: dataset_size {dataset_size!r} is not an integer (expected an int)") from None
+    if n < 0 or n > _MAX_CHECKED_SIZE:
+        raise ConfigError(f"{who}: dataset_size {n} is out of range (expected 0..{_MAX_CHECKED_SIZE}: the check keeps "
+                          "one byte per dataset index)")
     lists = [[int(i) for i in r] for r in ranks]
     flags = [] if padding is None else [[bool(f) for f in p] for p in padding]
-    return PartitionReport(_core.check_partition(int(dataset_size), lists, tail, flags))
+    return PartitionReport(_core.check_partition(n, lists, tail, flags))
 
 
 def check_samplers(samplers, tail=None):

@@ -201,7 +201,7 @@ def test_weighted_sampler_without_replacement_gives_each_rank_distinct_positive_
     (lambda: MixtureBatchSampler(SIZES, [0.5, -0.3, 0.2], 4, 1, 0),
      r"MixtureSampler: weights\[1\] is -0.300000 \(expected a finite weight >= 0\)"),
     (lambda: MixtureBatchSampler(SIZES, WEIGHTS, 0, 1, 0),
-     r"MixtureSampler: micro_batch_size is 0 \(expected at least 1; set it with"),
+     r"^MixtureBatchSampler: micro_batch_size is 0 \(expected at least 1\)$"),
     (lambda: MixtureBatchSampler(SIZES, WEIGHTS, 4, 2, 0, global_batch_size=12),
      r"global_batch_size 12 is not a multiple of micro_batch_size 4 x world_size 2 \(expected a positive multiple "
      r"of 8\)"),

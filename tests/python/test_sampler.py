@@ -159,9 +159,10 @@ def test_world_from_environment(monkeypatch):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        (dict(num_replicas=4, rank=4), r"World: rank 4 is out of range for world_size 4 \(expected 0..3\)"),
+        (dict(num_replicas=4, rank=4),
+         r"^DistributedSampler: rank 4 is out of range for num_replicas 4 \(expected 0..3\)$"),
         (dict(num_replicas=4, rank=-1), r"rank -1 is out of range for num_replicas 4 \(expected 0..3\)"),
-        (dict(num_replicas=0, rank=0), r"world_size is 0 \(expected at least 1\)"),
+        (dict(num_replicas=0, rank=0), r"^DistributedSampler: num_replicas is 0 \(expected at least 1\)$"),
         (dict(num_replicas=2, rank=0, tail="middle"), r'tail \'middle\' is unknown \(expected "pad", "drop"'),
         (dict(num_replicas=2, rank=0, tail="pad", drop_last=True), r'drop_last=True conflicts with tail="pad"'),
         (dict(num_replicas=2, rank=0, order="numpy"), r'order \'numpy\' is unknown \(expected "feistel" or "torch"\)'),

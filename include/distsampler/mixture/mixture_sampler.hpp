@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../batch_layout.hpp"
 #include "../detail/bounded.hpp"
 #include "../detail/mix.hpp"
@@ -351,11 +352,7 @@ class MixtureSampler {
       case MixtureEnd::samples:
         return options_.end_count;
       case MixtureEnd::steps:
-        if (options_.end_count > UINT64_MAX / s.block()) {
-          detail::throw_config_error(std::string(who) + ": end_count " + std::to_string(options_.end_count) +
-                                     " steps x mixing block " + std::to_string(s.block()) + " overflows 64 bits");
-        }
-        return options_.end_count * s.block();
+        return detail::checked_mul(who, "end_count", options_.end_count, "mixing block", s.block());
       case MixtureEnd::first_exhausted:
       case MixtureEnd::all_seen:
         break;

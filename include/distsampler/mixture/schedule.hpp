@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../detail/mix.hpp"
 #include "../state/format.hpp"
 #include "../error.hpp"
@@ -114,10 +115,8 @@ class MixtureSchedule {
             entry + (j == 0 ? " is not after step 0" : " does not follow the previous step " + std::to_string(last)) +
             " (expected strictly increasing steps from 1; the weights argument holds step 0)");
       }
-      if (c.step > UINT64_MAX / block_) {
-        detail::throw_config_error(entry + " x mixing block " + std::to_string(block_) + " overflows 64 bits");
-      }
-      add_segment(c.step * block_, c.weights, entry + " weights");
+      const std::string step_name = "schedule[" + std::to_string(j) + "] step";
+      add_segment(detail::checked_mul(who, step_name, c.step, "mixing block", block_), c.weights, entry + " weights");
       last = c.step;
     }
     for (std::size_t j = 1; j < segments_.size(); ++j) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../options.hpp"
 #include "../version.hpp"
@@ -164,11 +165,7 @@ inline void validate_order_options(const ShardSamplerOptions& o, std::string_vie
     throw_config_error(w + "max_open_shards " + std::to_string(o.max_open_shards) + " exceeds canonical_streams " +
                        std::to_string(o.canonical_streams) + " (expected max_open_shards <= canonical_streams)");
   }
-  if (o.run_length > UINT64_MAX / o.max_open_shards) {
-    throw_config_error(w + "max_open_shards " + std::to_string(o.max_open_shards) + " * run_length " +
-                       std::to_string(o.run_length) +
-                       " overflows 64 bits (expected a block size <= " + std::to_string(UINT64_MAX) + ")");
-  }
+  (void)checked_mul(who, "max_open_shards", o.max_open_shards, "run_length", o.run_length);
 }
 
 /// Checks every option for a sampler on `world_size` ranks: num_workers at least 1 with
@@ -177,11 +174,7 @@ inline void validate_order_options(const ShardSamplerOptions& o, std::string_vie
 inline void validate_shard_options(const ShardSamplerOptions& o, std::uint64_t world_size, std::string_view who) {
   const std::string w = std::string(who) + ": ";
   if (o.num_workers == 0) throw_config_error(w + "num_workers is 0 (expected at least 1)");
-  if (world_size != 0 && o.num_workers > UINT64_MAX / world_size) {
-    throw_config_error(w + "world_size " + std::to_string(world_size) + " * num_workers " +
-                       std::to_string(o.num_workers) +
-                       " overflows 64 bits (expected a product <= " + std::to_string(UINT64_MAX) + ")");
-  }
+  (void)checked_mul(who, "world_size", world_size, "num_workers", o.num_workers);
   if (o.tail != Tail::pad && o.tail != Tail::drop && o.tail != Tail::uneven) {
     throw_config_error(w + "tail " + std::to_string(static_cast<int>(o.tail)) +
                        " is not a Tail (expected pad, drop or uneven)");

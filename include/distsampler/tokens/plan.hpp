@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../detail/mix.hpp"
 #include "../error.hpp"
 #include "../feistel.hpp"
@@ -344,8 +345,9 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
 /// Last, each round's micro-batches are dealt to ranks by cost: the costliest to the rank
 /// with the least cost so far in the step.
 ///
-/// Pure: deterministic in its arguments. O(size log size) time, O(size) memory.
-/// Precondition: lengths are >= 1, size < 2^32, world_size >= 1.
+/// Pure: deterministic in its arguments. O(size log size + G log W) time, O(size + G) memory.
+/// Precondition: lengths are >= 1, size < 2^32, world_size >= 1. Throws config_error when
+/// world_size x accumulation_steps overflows 64 bits.
 [[nodiscard]] inline WindowPlan plan_window(const std::uint32_t* lengths, std::uint64_t size,
                                             const TokenBatchOptions& o, std::uint64_t shuffle_seed, std::uint64_t epoch,
                                             bool longest_to_front, std::uint64_t resume_offset,
@@ -387,7 +389,8 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
   plan.skipped = skipped.size();
   plan.samples.insert(plan.samples.end(), skipped.begin(), skipped.end());
 
-  const std::uint64_t group = world_size * o.accumulation_steps;
+  const std::uint64_t group =
+      detail::checked_mul("plan_window", "world_size", world_size, "accumulation_steps", o.accumulation_steps);
   const std::uint64_t c = batches.size(), r = c % group;
   const std::size_t protect = longest_to_front && resume_offset == 0 ? 1 : 0;
   if (r != 0) {

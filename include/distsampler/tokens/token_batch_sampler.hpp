@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../detail/mix.hpp"
 #include "../state/format.hpp"
 #include "../epoch_order.hpp"
@@ -140,9 +141,10 @@ class TokenWindow {
 /// exactly as the uninterrupted run does. The state key's layout hash covers the lengths and these options, so a
 /// state of other lengths or budgets is refused.
 ///
-/// Throws config_error from the constructors (bad World or options, lengths count !=
-/// dataset_size, a zero length, a sample over the budget under Oversize::error), naming the
-/// option or sample; state_error from resume. Strong guarantee for set_epoch, next_epoch and
+/// Throws config_error from the constructors (bad World or options, world_size x
+/// accumulation_steps over 64 bits or over max_group, lengths count != dataset_size, a
+/// zero length, a sample over the budget under Oversize::error), naming the option or
+/// sample; state_error from resume. Strong guarantee for set_epoch, next_epoch and
 /// resume. Complexity: building an epoch plans every window once (O(N log M) time, O(M +
 /// N/M) memory) to count its steps; micro_batch(s, k) plans one window (O(M log M)); a
 /// TokenWindow from window(s) answers the steps of its window in O(micro-batch size).
@@ -157,6 +159,7 @@ class TokenBatchSampler {
   /// Epoch 0 from its start. `lengths` must hold dataset_size values >= 1.
   TokenBatchSampler(std::uint64_t dataset_size, LengthView lengths, World world, TokenBatchOptions options)
       : lengths_(lengths), world_(checked(world)), options_(checked(options)) {
+    check_group(world_, options_);
     scan(dataset_size);
     Epoch e = build(EpochOrder<FeistelPermutation>(dataset_size, options_.shuffle, options_.seed), 0);
     epoch_ = std::move(e);
@@ -166,12 +169,18 @@ class TokenBatchSampler {
   TokenBatchSampler(std::uint64_t dataset_size, LengthView lengths, World world, TokenBatchOptions options,
                     const SamplerState& state)
       : lengths_(lengths), world_(checked(world)), options_(checked(options)) {
+    check_group(world_, options_);
     scan(dataset_size);
     state.validate(key(), who);
     Epoch e = build(EpochOrder<FeistelPermutation>(dataset_size, options_.shuffle, options_.seed, {}, state.epoch),
                     state.consumed);
     epoch_ = std::move(e);
   }
+
+  /// The most micro-batches a step may have: G = world_size x accumulation_steps at most
+  /// this. Every window plans at least G micro-batches (empty ones when it has fewer
+  /// samples), so G bounds the memory and time of a window plan whatever the dataset.
+  static constexpr std::uint64_t max_group = std::uint64_t{1} << 20;
 
   [[nodiscard]] std::uint64_t dataset_size() const noexcept { return epoch_.order.dataset_size(); }
   [[nodiscard]] const World& world() const noexcept { return world_; }
@@ -313,6 +322,18 @@ class TokenBatchSampler {
   static World checked(const World& w) {
     w.validate(who);
     return w;
+  }
+  // G = W x K within 64 bits and within max_group, refused before anything is planned.
+  static void check_group(const World& w, const TokenBatchOptions& o) {
+    const std::uint64_t g =
+        detail::checked_mul(who, "world_size", w.world_size, "accumulation_steps", o.accumulation_steps);
+    if (g > max_group) {
+      detail::throw_config_error(std::string(who) + ": world_size " + std::to_string(w.world_size) +
+                                 " x accumulation_steps " + std::to_string(o.accumulation_steps) + " = " +
+                                 std::to_string(g) + " micro-batches per step exceeds max_group " +
+                                 std::to_string(max_group) +
+                                 " (expected at most that many: every window plans at least one step of them)");
+    }
   }
   static TokenBatchOptions checked(const TokenBatchOptions& o) {
     o.validate("TokenBatchOptions");

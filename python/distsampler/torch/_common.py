@@ -45,11 +45,47 @@ def default_torch_generation(version=None):
 default_torch_generation.__module__ = PUBLIC_MODULE
 
 
+def _is_bool(value):
+    """True for Python's and NumPy's bools, which operator.index would take as 0 or 1."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
 def _index(who, name, value):
+    if _is_bool(value):
+        raise ConfigError(f"{who}: {name} {value!r} is a bool (expected an int)")
     try:
         return operator.index(value)
     except TypeError:
         raise ConfigError(f"{who}: {name} {value!r} is not an integer (expected an int)") from None
+
+
+def _positive(who, name, value):
+    """An int in 1..2^64-1, refused by name (ConfigError) otherwise."""
+    v = _unsigned(who, name, value)
+    if v == 0:
+        raise ConfigError(f"{who}: {name} is 0 (expected at least 1)")
+    return v
+
+
+def _sequence(who, name, value, expected):
+    """list(value), ConfigError naming `name` when it is not iterable (a str counts as not a sequence)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ConfigError(f"{who}: {name} {value!r} is not a sequence (expected {expected})")
+    try:
+        return list(value)
+    except TypeError:
+        raise ConfigError(f"{who}: {name} {value!r} is not a sequence (expected {expected})") from None
+
+
+def _product(who, *factors):
+    """The product of (name, value) factors, ConfigError naming each when it overflows 64 bits."""
+    p = 1
+    for _, v in factors:
+        p *= v
+    if p >= _U64:
+        named = " x ".join(f"{n} {v}" for n, v in factors)
+        raise ConfigError(f"{who}: {named} overflows 64 bits (expected a product of at most {_U64 - 1})")
+    return p
 
 
 def _unsigned(who, name, value):
@@ -86,12 +122,11 @@ def _resolve_world(who, num_replicas, rank):
             rank = found[0]
         if num_replicas is None:
             num_replicas = found[1]
-    world_size = _unsigned(who, "num_replicas", num_replicas)
+    world_size = _positive(who, "num_replicas", num_replicas)
     r = _index(who, "rank", rank)
-    if r < 0:
-        bound = f"0..{world_size - 1}" if world_size else "none: num_replicas is 0"
-        raise ConfigError(f"{who}: rank {r} is out of range for num_replicas {world_size} (expected {bound})")
-    _core.validate_world(r, world_size)
+    if r < 0 or r >= world_size:
+        raise ConfigError(f"{who}: rank {r} is out of range for num_replicas {world_size} "
+                          f"(expected 0..{world_size - 1})")
     return world_size, r
 
 

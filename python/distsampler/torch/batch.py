@@ -5,7 +5,7 @@ from torch.utils.data import Sampler
 from .. import _core
 from .._core import ConfigError
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
-                      _resolve_order, _resolve_world, _seed64, _unsigned)
+                      _positive, _product, _resolve_order, _resolve_world, _seed64, _unsigned)
 from ._handout import detached_state, recorded
 
 
@@ -22,10 +22,12 @@ class _StepSampler(Sampler):
         if accumulation_steps is not None and global_batch_size is not None:
             raise ConfigError(f"{who}: accumulation_steps {accumulation_steps} and global_batch_size "
                               f"{global_batch_size} were both given (expected one of them)")
-        self.micro_batch_size = _unsigned(who, "micro_batch_size", micro_batch_size)
-        self._accumulation = 1 if accumulation_steps is None else _unsigned(who, "accumulation_steps",
+        self.micro_batch_size = _positive(who, "micro_batch_size", micro_batch_size)
+        self._accumulation = 1 if accumulation_steps is None else _positive(who, "accumulation_steps",
                                                                             accumulation_steps)
         self._global = 0 if global_batch_size is None else _unsigned(who, "global_batch_size", global_batch_size)
+        _product(who, ("micro_batch_size", self.micro_batch_size), ("num_replicas", self.num_replicas),
+                 ("accumulation_steps", self._accumulation))
         if global_batch_size is not None and self._global == 0:
             raise ConfigError(f"{who}: global_batch_size is 0 (expected a positive multiple of micro_batch_size "
                               f"{self.micro_batch_size} x num_replicas {self.num_replicas})")
@@ -176,6 +178,16 @@ class DistributedBatchSampler(_StepSampler):
                  as_numpy=False):
         self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, tail)
         self.torch_generation = _resolve_order(self._who, order, torch_generation)
+        size = len(dataset)
+        if tail == "pad" and 0 < size < self.micro_batch_size:
+            # Each micro-batch is a list of micro_batch_size indices, here mostly repeats.
+            raise ConfigError(f'{self._who}: micro_batch_size {self.micro_batch_size} exceeds the dataset\'s {size} '
+                              'samples under tail="pad" (expected at most the dataset size: every micro-batch would '
+                              'repeat samples; use tail="drop" or "uneven", or a smaller micro_batch_size)')
+        if as_numpy and self.micro_batch_size > max(size, 1):
+            raise ConfigError(f"{self._who}: micro_batch_size {self.micro_batch_size} exceeds the dataset's {size} "
+                              "samples with as_numpy=True (expected at most the dataset size: the arrays have "
+                              "micro_batch_size columns)")
         self.dataset = dataset
         self.shuffle = bool(shuffle)
         self.seed = seed

@@ -2,10 +2,19 @@
 # SPDX-License-Identifier: MIT
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _seed64, _unsigned, _weights
+from ._common import PUBLIC_MODULE, _seed64, _sequence, _unsigned, _weights
 from .batch import _StepSampler
 
 _ENDS = ("first_exhausted", "all_seen", "samples", "steps")
+
+
+def _schedule_entry(who, i, entry):
+    """(step, weights) of schedule[i], ConfigError naming it when it is not such a pair."""
+    if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 2:
+        raise ConfigError(f"{who}: schedule[{i}] {entry!r} is not a (step, weights) pair (expected a list of "
+                          "(step, weights) pairs)")
+    step, weights = entry
+    return _unsigned(who, f"schedule[{i}] step", step), _weights(who, f"schedule[{i}] weights", weights)
 
 
 class MixtureBatchSampler(_StepSampler):
@@ -57,7 +66,8 @@ class MixtureBatchSampler(_StepSampler):
         if (end in ("samples", "steps")) != (end_count is not None):
             raise ConfigError(f'{who}: end_count {end_count!r} does not go with end="{end}" (expected end_count for '
                               'end="samples" or "steps" only)')
-        self.source_sizes = [_unsigned(who, "source size", len(s) if hasattr(s, "__len__") else s) for s in sources]
+        self.source_sizes = [_unsigned(who, "source size", len(s) if hasattr(s, "__len__") else s)
+                             for s in _sequence(who, "sources", sources, "a list of datasets or sizes")]
         self.offsets = []
         total = 0
         for size in self.source_sizes:
@@ -69,8 +79,8 @@ class MixtureBatchSampler(_StepSampler):
         self.end = end
         self.end_count = 0 if end_count is None else _unsigned(who, "end_count", end_count)
         self.replacement = bool(replacement)
-        self.schedule = [(_unsigned(who, "schedule step", step), _weights(who, "schedule weights", w))
-                         for step, w in (schedule or [])]
+        self.schedule = [_schedule_entry(who, i, entry) for i, entry in enumerate(
+            _sequence(who, "schedule", [] if schedule is None else schedule, "a list of (step, weights) pairs"))]
         self._block = 0 if mixing_block is None else _unsigned(who, "mixing_block", mixing_block)
         self.as_pairs = bool(as_pairs)
         self._start()

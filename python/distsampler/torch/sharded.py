@@ -34,6 +34,8 @@ ShardedItem.__doc__ = ("A record and whether its slot is tail padding (a repeat 
 
 
 def _positive(who, name, value):
+    if isinstance(value, bool):
+        raise ConfigError(f"{who}: {name} {value!r} is a bool (expected an int >= 1)")
     try:
         v = operator.index(value)
     except TypeError:

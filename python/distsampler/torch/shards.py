@@ -6,7 +6,7 @@ import torch
 
 from .. import _core
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
-                      _resolve_world, _seed64, _unsigned)
+                      _resolve_world, _seed64, _sequence, _unsigned)
 from ._stream_cell import StreamCell
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
@@ -103,7 +103,8 @@ class ShardStream:
                                                 "shuffle_window": shuffle_window, "rotate_shards": rotate_shards})
         self.num_replicas, self.rank = _resolve_world(who, num_replicas, rank)
         _check_tail(who, tail)
-        self.shard_sizes = [_unsigned(who, "shard size", s) for s in shard_sizes]
+        self.shard_sizes = [_unsigned(who, "shard size", s)
+                            for s in _sequence(who, "shard_sizes", shard_sizes, "a list of shard sizes")]
         self.shuffle = bool(shuffle)
         self.seed = seed
         self.tail = tail

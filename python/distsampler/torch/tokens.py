@@ -4,7 +4,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _resolve_world, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _positive, _product, _resolve_world, _seed64, _unsigned
 from .batch import _StepSampler
 
 _COSTS = ("padded", "linear", "quadratic")
@@ -70,7 +70,15 @@ class TokenBatchSampler(_StepSampler):
     ``lengths[i]`` is the token count of sample i (a NumPy array, a list, a CPU tensor or
     a ``numpy.memmap`` of a file of uint32 counts). A 1-D C-contiguous uint32 array is used
     in place, without a copy, and kept alive by the sampler: do not change it afterwards.
-    Any other integer array is checked and converted once.
+    Any other integer array is checked and converted once. The sampler holds buffer exports
+    on the array and on the memory map behind a ``numpy.memmap``, so closing that map
+    raises ``BufferError``; ``lengths.resize(..., refcheck=False)`` reallocates anyway, and
+    the sampler then raises ``StateError`` at its next use instead of reading freed memory.
+    Truncating or rewriting the file under a ``numpy.memmap`` cannot be detected: reads of
+    the lost pages fail with SIGBUS, and rewritten counts give other micro-batches. Keep the
+    file unchanged while a sampler reads it (or pass ``np.array(memmap)``, a copy).
+    ``num_replicas x accumulation_steps`` is at most 1048576 (``ConfigError`` beyond): every
+    window plans at least one step of that many micro-batches.
 
     Each window of ``window`` samples of the epoch's shuffled order is sorted by length and
     cut into micro-batches whose cost stays within ``max_tokens``: ``cost="padded"``
@@ -132,7 +140,13 @@ class TokenBatchSampler(_StepSampler):
             raise ConfigError(f"{who}: max_samples is 0 (expected at least 1, or None for no limit)")
         self.batch_multiple = _unsigned(who, "batch_multiple", batch_multiple)
         self.window = _unsigned(who, "window", window)
-        self.accumulation_steps = _unsigned(who, "accumulation_steps", accumulation_steps)
+        self.accumulation_steps = _positive(who, "accumulation_steps", accumulation_steps)
+        group = _product(who, ("num_replicas", self.num_replicas), ("accumulation_steps", self.accumulation_steps))
+        most = _core.TokenBatchSampler.max_group
+        if group > most:
+            raise ConfigError(f"{who}: num_replicas {self.num_replicas} x accumulation_steps {self.accumulation_steps} "
+                              f"= {group} micro-batches per step exceeds {most} (expected at most {most}: every "
+                              "window plans at least one step of them)")
         self.longest_first = bool(longest_first)
         self.shuffle = bool(shuffle)
         self.seed = seed

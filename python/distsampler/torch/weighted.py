@@ -1,5 +1,7 @@
 # distsampler.torch.DistributedWeightedRandomSampler: torch's WeightedRandomSampler split over ranks.
 # SPDX-License-Identifier: MIT
+import sys
+
 from torch.utils.data import Sampler
 
 from .. import _core
@@ -41,6 +43,11 @@ class DistributedWeightedRandomSampler(Sampler):
         self.num_samples = _unsigned(who, "num_samples", num_samples)
         if self.num_samples == 0:
             raise ConfigError(f"{who}: num_samples is 0 (expected a positive number of draws per epoch)")
+        per_rank = -(-self.num_samples // self.num_replicas)
+        if per_rank > sys.maxsize:
+            raise ConfigError(f"{who}: num_samples {self.num_samples} on num_replicas {self.num_replicas} gives "
+                              f"{per_rank} draws per rank (expected at most {sys.maxsize} per rank: len() is a "
+                              "Python int of the platform's index size)")
         self.replacement = replacement
         self.seed = seed
         self.shuffle = True
