@@ -177,9 +177,8 @@ class TokenBatchSampler {
     epoch_ = std::move(e);
   }
 
-  /// The most micro-batches a step may have: G = world_size x accumulation_steps at most
-  /// this. Every window plans at least G micro-batches (empty ones when it has fewer
-  /// samples), so G bounds the memory and time of a window plan whatever the dataset.
+  /// The most micro-batches a step may have (G = world_size x accumulation_steps): every window plans
+  /// at least G (empty ones when it has fewer samples), so G bounds a window plan whatever the dataset.
   static constexpr std::uint64_t max_group = std::uint64_t{1} << 20;
 
   [[nodiscard]] std::uint64_t dataset_size() const noexcept { return epoch_.order.dataset_size(); }
