@@ -128,6 +128,28 @@ void bind_common(py::class_<S>& c) {
       .def("resume", [](S& s, const std::string& text) { s.resume(parse_state(text)); });
 }
 
+/// bind_common for a binding that holds its C++ sampler (the token and packing cores, whose
+/// `sampler()` is the C++ sampler and which set_epoch / resume themselves), plus the shared
+/// step and layout members.
+template <class T>
+void bind_held_common(py::class_<T>& c) {
+  c.def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
+      .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
+      .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
+      .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })
+      .def_property_readonly("dataset_size", [](const T& t) { return t.sampler().dataset_size(); })
+      .def_property_readonly("rank", [](const T& t) { return t.sampler().rank(); })
+      .def_property_readonly("world_size", [](const T& t) { return t.sampler().world_size(); })
+      .def_property_readonly("layout_hash", [](const T& t) { return t.sampler().layout_hash(); })
+      .def_property_readonly("key", [](const T& t) { return t.sampler().key().describe(); })
+      .def_property_readonly("fingerprint", [](const T& t) { return t.sampler().key().fingerprint(); })
+      .def("set_epoch", &T::set_epoch)
+      .def("copy", [](const T& t) { return T(t); })
+      .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
+      .def("state",
+           [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); });
+}
+
 /// What the batch and mixture samplers share: steps of micro-batches, epoch, state.
 template <class S>
 void bind_step_sampler(py::class_<S>& c) {

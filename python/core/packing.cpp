@@ -93,30 +93,16 @@ py::dict pack_stats(const ds::PackEpochStats& s) {
 
 void register_packing(py::module_& m) {
   using T = PackCore;
-  py::class_<T>(m, "PackedSequenceSampler")
-      .def_property_readonly("num_steps", [](const T& t) { return t.sampler().num_steps(); })
-      .def_property_readonly("accumulation_steps", [](const T& t) { return t.sampler().accumulation_steps(); })
-      .def_property_readonly("micro_batch_count", &T::total)
+  py::class_<T> c(m, "PackedSequenceSampler");
+  bind_held_common(c);
+  c.def_property_readonly("micro_batch_count", &T::total)
       .def("state_after_micro_batches",
            [](const T& t, std::uint64_t j) { return t.sampler().state_after_micro_batches(j).to_text(); })
       .def_property_readonly("micro_batch_size", [](const T& t) { return t.sampler().micro_batch_size(); })
       .def_property_readonly("global_batch_size", [](const T& t) { return t.sampler().global_batch_size(); })
       .def_property_readonly("num_sequences", [](const T& t) { return t.sampler().num_sequences(); })
-      .def_property_readonly("epoch", [](const T& t) { return t.sampler().epoch(); })
-      .def_property_readonly("start", [](const T& t) { return t.sampler().start(); })
-      .def_property_readonly("dataset_size", [](const T& t) { return t.sampler().dataset_size(); })
-      .def_property_readonly("rank", [](const T& t) { return t.sampler().rank(); })
-      .def_property_readonly("world_size", [](const T& t) { return t.sampler().world_size(); })
-      .def_property_readonly("layout_hash", [](const T& t) { return t.sampler().layout_hash(); })
       .def_property_readonly("plan_bytes", [](const T& t) { return t.sampler().plan_bytes(); })
-      .def_property_readonly("key", [](const T& t) { return t.sampler().key().describe(); })
-      .def_property_readonly("fingerprint", [](const T& t) { return t.sampler().key().fingerprint(); })
       .def_property_readonly("stats", [](const T& t) { return pack_stats(t.sampler().stats()); })
-      .def("set_epoch", &T::set_epoch)
-      .def("copy", [](const T& t) { return T(t); })
-      .def("resume", [](T& t, const std::string& text) { t.resume(parse_state(text)); })
-      .def("state",
-           [](const T& t, std::uint64_t steps, std::uint64_t k) { return t.sampler().state(steps, k).to_text(); })
       // This rank's micro-batch k of `step`: micro_batch_size sequences, each a tuple of
       // (document, offset, length) pieces; an empty sequence is ().
       .def("micro_batch",
