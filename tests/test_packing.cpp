@@ -129,10 +129,48 @@ TEST_CASE("Best-fit decreasing places each piece in the fullest bin that fits, a
       rooms.insert(static_cast<std::uint32_t>(cap - used[bin_of[i]]));
     }
     REQUIRE(rooms.size() == bins);
+    // The counter an epoch plan uses opens as many bins, without placing the items.
+    detail::BestFitCounter counter(cap);
+    for (const detail::PackItem& it : items) counter.add(it.length);
+    REQUIRE(counter.count() == bins);
+    REQUIRE(counter.count() == 0);  // emptied by the count
     // A second call on the same packer starts clean.
     std::vector<std::uint32_t> again;
     REQUIRE(packer.pack(sorted, again) == bins);
     REQUIRE(again == bin_of);
+  }
+}
+
+TEST_CASE("The best-fit counter opens the bins a multiset reference of best-fit decreasing opens, reused across calls",
+          "[packing]") {
+  // Many items over few lengths: the counter moves whole groups of equal items and bins.
+  for (std::uint64_t trial = 0; trial < 300; ++trial) {
+    detail::SplitMix64 rng(1000 + trial);
+    const std::uint32_t cap = static_cast<std::uint32_t>(1 + rng() % (trial % 3 == 0 ? 9000 : 64));
+    detail::BestFitCounter counter(cap);
+    for (int call = 0; call < 2; ++call) {
+      std::vector<std::uint32_t> lengths(static_cast<std::size_t>(rng() % 3000));
+      const std::uint64_t distinct = 1 + rng() % 12;
+      std::vector<std::uint32_t> pool(static_cast<std::size_t>(distinct));
+      for (auto& v : pool) v = static_cast<std::uint32_t>(1 + rng() % cap);
+      for (auto& v : lengths) v = pool[static_cast<std::size_t>(rng() % distinct)];
+      std::sort(lengths.rbegin(), lengths.rend());
+      std::multiset<std::uint64_t> rooms;
+      std::uint64_t bins = 0;
+      for (const std::uint32_t x : lengths) {
+        const auto it = rooms.lower_bound(x);
+        std::uint64_t room = cap;
+        if (it != rooms.end()) {
+          room = *it;
+          rooms.erase(it);
+        } else {
+          ++bins;
+        }
+        rooms.insert(room - x);
+        counter.add(x);
+      }
+      REQUIRE(counter.count() == bins);
+    }
   }
 }
 

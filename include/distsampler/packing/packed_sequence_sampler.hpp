@@ -57,7 +57,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// dataset_size, a document over L in best_fit without split_long); state_error from
 /// resume. Strong guarantee for set_epoch, next_epoch and resume. Complexity: the
 /// constructor reads the lengths once, sequentially (O(N)); an epoch plan is O(N / C) time
-/// (concat) or packs every window (best_fit, O(N) sequential reads), and keeps 8 bytes per
+/// (concat) or counts every window's best-fit sequences (best_fit, O(N) sequential reads, no
+/// piece placed), and keeps 8 bytes per
 /// chunk and 16 per window; a micro-batch plans one window: O(D) (a PackWindow reused over
 /// calls plans each window once). Deterministic in (lengths, options, seed, epoch, start)
 /// and the world's shape. Thread-safety: const members may run concurrently (each thread
@@ -415,15 +416,24 @@ class PackedSequenceSampler {
     std::uint64_t sequences = tokens_ / l;
     if (options_.mode == PackMode::best_fit) {
       e.sequence_start.assign(static_cast<std::size_t>(windows) + 1, 0);
-      std::vector<std::uint64_t> docs;
-      std::vector<detail::PackItem> items, scratch;
-      std::vector<std::uint32_t> bin_of;
-      detail::BestFitPacker packer(l);
+      // Each window's sequence count, without placing its pieces: the count depends only on
+      // the multiset of piece lengths, read chunk after chunk (sequential within a chunk).
+      detail::BestFitCounter counter(l);
       for (std::uint64_t v = 0; v < windows; ++v) {
-        window_documents(e.chunks, v, docs);  // the count does not depend on the order within the window
-        items_of(docs, items);
-        detail::sort_longest_first(items, scratch);
-        e.sequence_start[v + 1] = e.sequence_start[v] + packer.pack(items, bin_of);
+        std::uint64_t full = 0;  // pieces of exactly L: one sequence each
+        const std::uint64_t first = v * per, end = std::min(num_chunks(), first + per);
+        for (std::uint64_t p = first; p < end; ++p) {
+          const std::uint64_t c = e.chunks.index(p), begin = c * options_.chunk, stop = std::min(n_, begin + options_.chunk);
+          for (std::uint64_t d = begin; d < stop; ++d) {
+            std::uint64_t len = lengths_.data[d];
+            if (len >= l) {
+              full += len / l;
+              len %= l;
+            }
+            if (len != 0) counter.add(static_cast<std::uint32_t>(len));
+          }
+        }
+        e.sequence_start[v + 1] = e.sequence_start[v] + full + counter.count();
       }
       sequences = e.sequence_start.back();
     }

@@ -115,7 +115,7 @@ class PackedSequenceSampler(_StepSampler):
 
     def _cpp(self, epoch):
         """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied:
-        a best-fit plan packs every window)."""
+        a best-fit plan counts every window's sequences)."""
         key = self._config()
         if self._base is None or self._base_key != key:
             self._base = self._build(key)

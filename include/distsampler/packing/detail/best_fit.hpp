@@ -1,4 +1,4 @@
-// distsampler packing internals: pieces to pack, a stable longest-first sort and the best-fit decreasing packer.
+// distsampler packing internals: pieces to pack, a stable longest-first sort, the best-fit decreasing packer and its bin counter.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_PACKING_DETAIL_BEST_FIT_HPP
 #define DISTSAMPLER_PACKING_DETAIL_BEST_FIT_HPP
@@ -28,6 +28,16 @@ struct PackItem {
     x >>= 1;
     ++n;
   }
+  return n;
+#endif
+}
+
+[[nodiscard]] inline unsigned highest_bit(std::uint64_t x) noexcept {  // x != 0
+#if defined(__GNUC__) || defined(__clang__)
+  return 63u - static_cast<unsigned>(__builtin_clzll(x));
+#else
+  unsigned n = 0;
+  while (x >>= 1) ++n;
   return n;
 #endif
 }
@@ -130,6 +140,118 @@ class BestFitPacker {
   std::vector<std::uint64_t> bits1_;  // word c/64 of bits0_ is non-zero
   std::vector<std::uint32_t> room_;   // per bin
   std::vector<std::uint32_t> next_;   // per bin: the next bin down its stack
+};
+
+// The number of bins best-fit decreasing opens for a multiset of lengths, without placing
+// any item: what an epoch plan needs of each window. Equal items and bins with equal room
+// are interchangeable for the count, so it runs on two histograms (items per length, bins
+// per room) and moves whole groups at once: the bins with the least room c >= x each take
+// floor(c / x) items of length x in a row (their room falls below x, so the next item goes
+// to the next such bin), and new bins take floor(capacity / x) each. O(capacity / 64 +
+// distinct lengths + group moves) per call, after O(1) per add(); the same count as
+// BestFitPacker::pack on the same items (tests/test_packing.cpp checks both against a
+// multiset reference).
+class BestFitCounter {
+ public:
+  explicit BestFitCounter(std::uint64_t capacity)
+      : capacity_(static_cast<std::uint32_t>(capacity)),
+        items_(static_cast<std::size_t>(capacity) + 1, 0),
+        item_bits_(static_cast<std::size_t>(capacity) / 64 + 1, 0),
+        rooms_(static_cast<std::size_t>(capacity) + 1, 0),
+        bits0_(static_cast<std::size_t>(capacity) / 64 + 1, 0),
+        bits1_(bits0_.size() / 64 + 1, 0) {}
+
+  // One item of `length` tokens (1..capacity).
+  void add(std::uint32_t length) noexcept {
+    if (items_[length]++ == 0) item_bits_[length >> 6] |= std::uint64_t{1} << (length & 63);
+  }
+
+  // The bins for the items added since the last call; the counter is empty afterwards.
+  std::uint64_t count() noexcept {
+    std::uint64_t bins = 0;
+    for (std::size_t w = item_bits_.size(); w-- > 0;) {
+      while (item_bits_[w] != 0) {
+        const unsigned b = highest_bit(item_bits_[w]);
+        item_bits_[w] &= ~(std::uint64_t{1} << b);
+        const auto x = static_cast<std::uint32_t>(w * 64 + b);  // the longest length left
+        std::uint64_t k = items_[x];
+        items_[x] = 0;
+        bins += place(x, k);
+      }
+    }
+    for (std::size_t w = 0; w < bits0_.size(); ++w) {  // empty the room table: O(capacity / 64 + rooms)
+      for (std::uint64_t m = bits0_[w]; m != 0; m &= m - 1) rooms_[w * 64 + lowest_bit(m)] = 0;
+      bits0_[w] = 0;
+    }
+    for (auto& v : bits1_) v = 0;
+    return bins;
+  }
+
+ private:
+  static constexpr std::uint32_t none = 0xffffffffu;
+
+  // Places k items of length x; returns the bins opened.
+  std::uint64_t place(std::uint32_t x, std::uint64_t k) noexcept {
+    while (k > 0) {
+      const std::uint32_t c = least_room_at_least(x);
+      if (c == none) {  // new bins, floor(capacity / x) items each, the last one the rest
+        const std::uint64_t per = capacity_ / x, full = k / per, rest = k % per;
+        add_rooms(static_cast<std::uint32_t>(capacity_ - per * x), full);
+        if (rest != 0) add_rooms(static_cast<std::uint32_t>(capacity_ - rest * x), 1);
+        return full + (rest != 0 ? 1u : 0u);
+      }
+      const std::uint64_t have = rooms_[c], per = c / x, full = std::min(have, k / per);
+      if (full > 0) {
+        take_rooms(c, full);
+        add_rooms(static_cast<std::uint32_t>(c - per * x), full);
+        k -= full * per;
+      }
+      if (k > 0 && full < have) {  // fewer than `per` left: one more bin of room c takes them
+        take_rooms(c, 1);
+        add_rooms(static_cast<std::uint32_t>(c - k * x), 1);
+        k = 0;
+      }
+    }
+    return 0;
+  }
+  void add_rooms(std::uint32_t c, std::uint64_t n) noexcept {
+    if (c == 0 || n == 0) return;  // a full bin takes nothing more
+    if (rooms_[c] == 0) {
+      bits0_[c >> 6] |= std::uint64_t{1} << (c & 63);
+      bits1_[c >> 12] |= std::uint64_t{1} << ((c >> 6) & 63);
+    }
+    rooms_[c] += n;
+  }
+  void take_rooms(std::uint32_t c, std::uint64_t n) noexcept {
+    rooms_[c] -= n;
+    if (rooms_[c] == 0) {
+      bits0_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+      if (bits0_[c >> 6] == 0) bits1_[c >> 12] &= ~(std::uint64_t{1} << ((c >> 6) & 63));
+    }
+  }
+  // The least room c >= x of an open bin, or none (as BestFitPacker's).
+  [[nodiscard]] std::uint32_t least_room_at_least(std::uint32_t x) const noexcept {
+    std::size_t w = x >> 6;
+    const std::uint64_t here = bits0_[w] & (~std::uint64_t{0} << (x & 63));
+    if (here != 0) return static_cast<std::uint32_t>(w * 64 + lowest_bit(here));
+    ++w;
+    if (w >= bits0_.size()) return none;
+    std::size_t j = w >> 6;
+    std::uint64_t m = bits1_[j] & (~std::uint64_t{0} << (w & 63));
+    while (m == 0) {
+      if (++j >= bits1_.size()) return none;
+      m = bits1_[j];
+    }
+    const std::size_t word = j * 64 + lowest_bit(m);
+    return static_cast<std::uint32_t>(word * 64 + lowest_bit(bits0_[word]));
+  }
+
+  std::uint32_t capacity_;
+  std::vector<std::uint64_t> items_;      // per length: items of it
+  std::vector<std::uint64_t> item_bits_;  // length x has items
+  std::vector<std::uint64_t> rooms_;      // per room: open bins with it
+  std::vector<std::uint64_t> bits0_;      // room c has bins
+  std::vector<std::uint64_t> bits1_;      // word c/64 of bits0_ is non-zero
 };
 
 }  // namespace detail
