@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Launches 4 ranks of torch_guard_rank torchrun-style on 127.0.0.1 (a free port) and checks every rank's output.
 # SPDX-License-Identifier: MIT
-# usage: guard_launch.sh TORCH_GUARD_RANK MODE (torch_guard_rank's modes; in the fault modes rank 2 fails the others)
+# usage: guard_launch.sh TORCH_GUARD_RANK MODE (torch_guard_rank's modes; in the fault modes rank 2 fails the others,
+# in the host-die modes rank 0, the store's host)
 set -euo pipefail
 bin="$1" mode="$2" world=4
 out="$(mktemp -d)"
@@ -15,9 +16,13 @@ for rank in $(seq 0 $((world - 1))); do
 done
 status=0
 start=$SECONDS
-# In the fault modes rank 2 may die (SIGKILL) or leave early: only the others must exit 0.
+# In the fault modes rank 2 (host-die: rank 0) may die (SIGKILL) or leave early: only the others must exit 0.
+victim=2
+if [[ "$mode" == host-die-* ]]; then victim=0; fi
 for rank in $(seq 0 $((world - 1))); do
-  if ! wait "${pids[$rank]}" && { [ "$rank" -ne 2 ] || [[ "$mode" != die-* ]]; }; then status=1; fi
+  if ! wait "${pids[$rank]}" && { [ "$rank" -ne "$victim" ] || [[ "$mode" != die-* && "$mode" != host-die-* ]]; }; then
+    status=1
+  fi
 done
 elapsed=$((SECONDS - start))
 if [ "$elapsed" -gt 15 ]; then echo "the ranks took $elapsed s (expected a few: the guard waits 1 s)"; status=1; fi
@@ -41,11 +46,15 @@ case "$mode" in
   die-publish|die-read)
     expect=("config_error: $who: rank 2 arrived but did not finish within 1 s \(expected all 4 ranks to call the guard, equally often, on one store; it died or stalled inside\)") ;;
   die-after) expect=("die-after: ok: disjoint and covering over 4 ranks") ;;
+  # The store dies with its host: every live rank fails, naming itself and the store keys it
+  # could not reach, or the host it waited for; none says ok.
+  host-die-publish|host-die-read)
+    expect=("config_error: $who: rank ([123] failed to [a-z]+ the store keys under 'distsampler/guard/[0-9/a-z]+' \\(expected all 4 ranks to call the guard, equally often, on one store\\): .+|0 (did not arrive|arrived but did not finish) within 1 s .*)") ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # The ranks that must print the expected lines: all but rank 2 when it dies or never calls.
 ranks="0 1 2 3"
-case "$mode" in absent|die-before|die-publish|die-read) ranks="0 1 3" ;; esac
+case "$mode" in absent|die-before|die-publish|die-read) ranks="0 1 3" ;; host-die-*) ranks="1 2 3" ;; esac
 for rank in $ranks; do
   for line in "${expect[@]}"; do
     if ! grep -Eq "^rank $rank: $line" "$out/rank$rank.txt"; then
@@ -55,8 +64,15 @@ for rank in $ranks; do
     fi
   done
 done
+for rank in $ranks; do
+  if grep -q ": ok: " "$out/rank$rank.txt" && [[ "$mode" == host-die-* ]]; then
+    echo "rank $rank says ok though the store's host died inside the guard:"
+    cat "$out/rank$rank.txt"
+    status=1
+  fi
+done
 if [ "$status" -eq 0 ]; then
-  cat "$out/rank0.txt"
+  cat "$out/rank${ranks%% *}.txt"
   echo "torch guard $mode: $world ranks as expected"
 fi
 exit "$status"

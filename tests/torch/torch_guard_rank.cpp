@@ -86,11 +86,12 @@ int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(
         stderr,
-        "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late"
+        "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late|"
+        "host-die-publish|host-die-read"
         "  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
     return 2;
   }
-  const std::string mode = argv[1];
+  std::string mode = argv[1];
   const ds::World world = ds::World::from_env();
   try {
     auto store = guard::store_from_env(std::chrono::seconds(60));
@@ -131,17 +132,20 @@ int main(int argc, char** argv) {
       key.fields[12] = world.world_size;
       key.rank = world.rank;
       say(world, "overlap: " + guard::check_reads(*store, world, key, sums).message);
-    } else if (mode == "absent" || mode == "late" || mode.rfind("die-", 0) == 0) {
-      // Rank 2 fails the others in one way per mode; the guard waits 1 s for it.
+    } else if (mode == "absent" || mode == "late" || mode.rfind("die-", 0) == 0 || mode.rfind("host-die-", 0) == 0) {
+      // Rank 2 fails the others in one way per mode; the guard waits 1 s for it. The host-die
+      // modes kill rank 0 instead, the host of the store itself, at the same points.
       const auto timeout = std::chrono::seconds(1);
       const auto sampler = plain(world, 42);
-      const bool two = world.rank == 2;
+      const bool host = mode.rfind("host-", 0) == 0;
+      const bool two = world.rank == (host ? 0u : 2u);
+      if (host) mode = mode.substr(5);
       if (two && mode == "die-before") ::kill(::getpid(), SIGKILL);
       if (two && (mode == "absent" || mode == "late")) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
       if (two && mode == "absent") return 0;  // alive, but never calls the guard
       // die-publish: killed once counted in (its record published); die-read: once it read every
       // record, before it counts itself out.
-      DyingStore store2(*store, two && mode == "die-publish" ? "/in/2"
+      DyingStore store2(*store, two && mode == "die-publish" ? (host ? "/in/0" : "/in/2")
                                 : two && mode == "die-read"  ? "/record/3"
                                                              : "\n");
       try {
