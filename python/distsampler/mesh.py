@@ -217,12 +217,13 @@ def guard_read_sums(sampler):
 
 
 def guard_mesh_fields(sampler):
-    """A rank's mesh fields: ``reads`` (hash of what a copy yields), ``sums`` (its family's C++
-    segment_sums as (dataset_size, words), from ``sampler._guard_sums()``, else None) and
-    ``consumed`` (where a resumed pass starts)."""
+    """A rank's mesh fields: ``reads`` (hash of what a copy yields, or ``sampler._guard_reads()``
+    for a stream), ``sums`` (its family's C++ segment_sums as (dataset_size, words), from
+    ``sampler._guard_sums()``, else None) and ``consumed`` (where a resumed pass starts)."""
     found = sampler._guard_sums() if callable(getattr(sampler, "_guard_sums", None)) else None
-    return {"reads": guard_read_sums(sampler), "sums": None if found is None else (found[0], list(found[1])),
-            "consumed": 0 if found is None else found[2]}
+    own_reads = getattr(sampler, "_guard_reads", None)  # a stream's bounded probe: it never ends
+    return {"reads": own_reads() if callable(own_reads) else guard_read_sums(sampler),
+            "sums": None if found is None else (found[0], list(found[1])), "consumed": 0 if found is None else found[2]}
 
 
 def check_guard_descriptions(gathered, mesh, size):

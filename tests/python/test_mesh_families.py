@@ -11,7 +11,7 @@ import torch
 from distsampler import ConfigError
 from distsampler.mesh import Mesh, check_guard_descriptions, guard_mesh_fields, mesh_world
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, PackedSequenceDataset,
-                               PackedSequenceSampler, StreamDataset, TokenBatchSampler, collate_packed)
+                               PackedSequenceSampler, StreamDataset, StreamPacker, TokenBatchSampler, collate_packed)
 from distsampler.torch.guard import _describe
 
 from mesh_samplers import Claimed
@@ -221,3 +221,24 @@ def test_mesh_guard_cover_check_catches_data_ranks_that_overlap_under_their_own_
         lambda w, odd: torch.utils.data.distributed.DistributedSampler(range(50), w.num_replicas, w.rank, seed=4))
     assert all(d["sums"] is None and d["consumed"] == 0 for d in gathered)
     check_guard_descriptions(gathered, mesh, mesh.size)
+
+
+def test_mesh_guard_compares_a_stream_datasets_key_and_first_micro_batches(stream_shards):
+    def stream(w, odd, **changed):
+        kw = {"micro_batch": 2, "seed": 17, "filter": stream_keep, "byte_sizes": None, **(changed if odd else {})}
+        return StreamDataset(stream_shards, num_replicas=w.num_replicas, rank=w.rank, **kw)
+
+    mesh, gathered = mesh_descriptions(stream)
+    assert all(d["sums"] is None for d in gathered)  # a stream has no epoch to cover: only the group checks
+    check_guard_descriptions(gathered, mesh, mesh.size)
+    assert mesh_guard_error(lambda w, odd: stream(w, odd, micro_batch=3)) == group_message(
+        "global_batch_size 6, rank 0 has 4")
+    assert mesh_guard_error(lambda w, odd: stream(w, odd, seed=18)) == group_message("seed 18, rank 0 has 17")
+    message = mesh_guard_error(lambda w, odd: stream(w, odd, byte_sizes=[1] * len(STREAM_SIZES)))
+    assert message.startswith("guard: tp group of ranks 0,1: rank 1 reads other samples (order 'streams ")
+    # Another read-time filter on one rank: the same key, other kept samples in its first micro-batches.
+    assert mesh_guard_error(lambda w, odd: stream(w, odd, filter=lambda rec: rec["id"] % 5 != 3)) == group_message(
+        "the same key, but its reads differ from rank 0's: 8 reads, rank 0 has 8")
+    packer = StreamPacker(4, lambda rec: [rec["id"]] * (1 + rec["id"] % 3))
+    assert mesh_guard_error(lambda w, odd: stream(w, True, packer=StreamPacker(8, packer.tokenize) if odd else packer)) \
+        == group_message("token_layout 8, rank 0 has 4")
