@@ -1,4 +1,4 @@
-# Tests of the packing and streams families over parallel meshes, and of the mesh guard's key and cover check in one process.
+# Tests of the packing and streams families over parallel meshes, and the mesh guard's key and cover check in one process.
 # SPDX-License-Identifier: MIT
 import functools
 import json
@@ -240,5 +240,6 @@ def test_mesh_guard_compares_a_stream_datasets_key_and_first_micro_batches(strea
     assert mesh_guard_error(lambda w, odd: stream(w, odd, filter=lambda rec: rec["id"] % 5 != 3)) == group_message(
         "the same key, but its reads differ from rank 0's: 8 reads, rank 0 has 8")
     packer = StreamPacker(4, lambda rec: [rec["id"]] * (1 + rec["id"] % 3))
-    assert mesh_guard_error(lambda w, odd: stream(w, True, packer=StreamPacker(8, packer.tokenize) if odd else packer)) \
-        == group_message("token_layout 8, rank 0 has 4")
+    longer = StreamPacker(8, packer.tokenize)
+    assert mesh_guard_error(lambda w, odd: stream(w, True, packer=longer if odd else packer)) == group_message(
+        "token_layout 8, rank 0 has 4")
