@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -504,4 +506,254 @@ TEST_CASE("check_mesh_records: groups read the same and data ranks cover, and ea
   short_record[7].pop_back();
   CHECK(mesh_check_error(dp_tp, short_record) ==
         "guard: rank 7 sent a record of 12 words (expected 13 from this guard with a key of 2 fields)");
+}
+
+TEST_CASE("Mesh: PackedSequenceSampler reads the same pieces inside model-parallel groups, every token once",
+          "[mesh][property]") {
+  const std::uint64_t n = 150;
+  std::vector<std::uint32_t> lengths;
+  for (std::uint64_t i = 0; i < n; ++i)
+    lengths.push_back(static_cast<std::uint32_t>(i % 13 == 0 ? 0 : 1 + i * 29 % 47));
+  std::uint64_t tokens = 0;
+  for (const std::uint32_t l : lengths) tokens += l;
+  // A piece (document, first token, length) as one word; a sequence ends with a marker.
+  auto encode = [](const ds::PackPiece& p) { return p.document << 40 | p.offset << 20 | p.length; };
+  const std::uint64_t end_of_sequence = UINT64_MAX;
+  auto pieces_of = [&](const ds::PackOptions& options) {
+    return [&, options](const World& w) {
+      const ds::PackedSequenceSampler s(n, lengths, w, options);
+      MeshReads out;
+      ds::PackWindow cache;
+      for (std::uint64_t step = 0; step < s.num_steps(); ++step) {
+        for (std::uint64_t k = 0; k < s.micro_batches_in_step(step); ++k) {
+          const ds::PackMicroBatch mb = s.micro_batch(step, k, cache);
+          for (std::uint64_t i = 0; i < mb.sequences(); ++i) {
+            for (std::uint64_t p = mb.sequence_begin[i]; p < mb.sequence_begin[i + 1]; ++p) {
+              out.push_back(encode(mb.pieces[static_cast<std::size_t>(p)]));
+            }
+            out.push_back(end_of_sequence);
+          }
+        }
+      }
+      return out;
+    };
+  };
+  // Every token of every document once across the data ranks (best_fit reads them all),
+  // or at most once (concat drops the epoch's last partial step).
+  auto token_cover = [&](bool every) {
+    return [&, every](const std::vector<MeshReads>& per_data) {
+      std::vector<std::vector<int>> seen(static_cast<std::size_t>(n));
+      for (std::uint64_t d = 0; d < n; ++d) seen[d].assign(lengths[d], 0);
+      std::uint64_t read = 0;
+      for (const MeshReads& r : per_data) {
+        for (const std::uint64_t word : r) {
+          if (word == end_of_sequence) continue;
+          const std::uint64_t doc = word >> 40, offset = word >> 20 & 0xfffff, length = word & 0xfffff;
+          REQUIRE(doc < n);
+          REQUIRE(offset + length <= lengths[doc]);
+          for (std::uint64_t t = offset; t < offset + length; ++t) ++seen[doc][t];
+          read += length;
+        }
+      }
+      for (std::uint64_t d = 0; d < n; ++d) {
+        CAPTURE(d);
+        CHECK(std::count_if(seen[d].begin(), seen[d].end(), [](int c) { return c > 1; }) == 0);
+      }
+      if (every) {
+        CHECK(read == tokens);
+      } else {
+        CHECK(read > 0);
+      }
+    };
+  };
+  SECTION("best_fit") {
+    const auto options =
+        ds::PackOptions().with_seq_len(64).with_micro_batch_size(2).with_mode(ds::PackMode::best_fit).with_seed(8);
+    check_family_over_meshes("pack best_fit", pieces_of(options), token_cover(true));
+  }
+  SECTION("concat") {
+    const auto options = ds::PackOptions().with_seq_len(32).with_micro_batch_size(1).with_window(40).with_seed(8);
+    check_family_over_meshes("pack concat", pieces_of(options), token_cover(false));
+  }
+}
+
+namespace {
+
+// Shard record counts unknown to the sampler (some empty), and a keep rule on global record numbers.
+struct MeshStreamData {
+  std::vector<std::uint64_t> sizes{17, 0, 30, 5, 22, 9, 0, 40, 13, 26, 1, 18};
+  std::vector<std::uint64_t> offsets;
+  MeshStreamData() {
+    std::uint64_t at = 0;
+    for (const std::uint64_t s : sizes) {
+      offsets.push_back(at);
+      at += s;
+    }
+  }
+  [[nodiscard]] bool kept(std::uint64_t global) const { return global % 5 != 2; }
+  [[nodiscard]] std::optional<std::uint64_t> read(const ds::StreamRead& r) const {
+    if (r.record >= sizes[static_cast<std::size_t>(r.shard)]) return std::nullopt;
+    return kept(offsets[static_cast<std::size_t>(r.shard)] + r.record) ? 1 : 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Mesh: StreamSampler reads the same kept samples inside model-parallel groups, each once per pass",
+          "[mesh][property]") {
+  const MeshStreamData data;
+  const std::uint64_t workers = 2, micro_batch = 2;
+  std::set<std::uint64_t> kept;
+  for (std::size_t s = 0; s < data.sizes.size(); ++s) {
+    for (std::uint64_t r = 0; r < data.sizes[s]; ++r) {
+      if (data.kept(data.offsets[s] + r)) kept.insert(data.offsets[s] + r);
+    }
+  }
+  // Each rank's emissions as (pass, global record) words, worker by worker, then each worker's pass at its end.
+  const std::uint64_t pass_marker = std::uint64_t{1} << 63;
+  auto read = [&](const World& w) {
+    ds::StreamSampler s(data.sizes.size(), {}, 17, w, workers);
+    MeshReads out;
+    auto reader = [&](const ds::StreamRead& r) { return data.read(r); };
+    for (std::uint64_t k = 0; k < workers; ++k) {
+      // At least 6 micro-batches, and on until the worker left pass 1 (the same on every rank of a group).
+      for (std::uint64_t j = 0; j < 6 || s.progress(k).pass < 2; ++j) {
+        REQUIRE(j < 1000);
+        const std::vector<ds::StreamEmit> batch = s.next(k, micro_batch, reader);
+        REQUIRE(batch.size() == micro_batch);
+        for (const ds::StreamEmit& e : batch) {
+          REQUIRE(e.end == e.begin + 1);
+          out.push_back(e.pass << 32 | (data.offsets[static_cast<std::size_t>(e.shard)] + e.record));
+        }
+      }
+      out.push_back(pass_marker | s.progress(k).pass);
+    }
+    return out;
+  };
+  check_family_over_meshes("streams", read, [&](const std::vector<MeshReads>& per_data) {
+    std::map<std::uint64_t, std::multiset<std::uint64_t>> by_pass;
+    std::uint64_t left_by_all = UINT64_MAX;  // the first pass some consumer has not left
+    for (const MeshReads& r : per_data) {
+      for (const std::uint64_t word : r) {
+        if (word & pass_marker) {
+          left_by_all = std::min(left_by_all, word & ~pass_marker);
+        } else {
+          REQUIRE(kept.count(word & 0xffffffffu) == 1);
+          by_pass[word >> 32].insert(word & 0xffffffffu);
+        }
+      }
+    }
+    REQUIRE(left_by_all >= 2);  // every consumer of the data world finished passes 0 and 1
+    for (const auto& [pass, read_in_pass] : by_pass) {
+      CAPTURE(pass, left_by_all);
+      CHECK(std::set<std::uint64_t>(read_in_pass.begin(), read_in_pass.end()).size() == read_in_pass.size());
+      if (pass < left_by_all) CHECK(std::set<std::uint64_t>(read_in_pass.begin(), read_in_pass.end()) == kept);
+    }
+  });
+}
+
+namespace {
+
+// check_mesh_groups over dp=2,tp=2 with mesh_key_format: `record(world, odd)` is a global
+// rank's mesh_record_of, odd for rank 1 (tp 1 of data rank 0) alone.
+std::string mesh_key_error(const std::function<std::vector<std::uint64_t>(const World&, bool)>& record) {
+  const Mesh mesh = Mesh::parse("dp=2,tp=2");
+  std::vector<std::vector<std::uint64_t>> records;
+  for (std::uint64_t g = 0; g < mesh.size(); ++g) records.push_back(record(World::from_mesh(g, 4, mesh), g == 1));
+  return mesh_error([&] { (void)ds::check_mesh_groups("guard", mesh, records, ds::mesh_key_format); });
+}
+
+std::string mesh_key_message(const std::string& difference) {
+  return "guard: tp group of ranks 0,1: rank 1 reads other samples (" + difference +
+         "; expected the same samples on every rank of the group)";
+}
+
+}  // namespace
+
+TEST_CASE("mesh_key_of: every field that changes what a rank reads is compared inside groups, and named",
+          "[mesh][guard]") {
+  const std::uint64_t n = 90;
+  const auto batch = ds::BatchSamplerOptions().with_seed(4).with_micro_batch_size(5);
+  std::vector<std::uint32_t> lengths;
+  for (std::uint64_t i = 0; i < n; ++i) lengths.push_back(static_cast<std::uint32_t>(1 + i * 11 % 30));
+  const auto pack = ds::PackOptions().with_seq_len(64).with_micro_batch_size(2).with_window(60).with_seed(4);
+  const auto same = [&](const World& w, bool) {
+    return ds::mesh_record_of(ds::DistributedBatchSampler<>(n, w, batch));
+  };
+  CHECK(mesh_key_error(same) == "<no error>");
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return odd ? ds::mesh_record_of(ds::DistributedSampler<>(n, w, ds::SamplerOptions().with_seed(4)))
+                     : ds::mesh_record_of(ds::DistributedBatchSampler<>(n, w, batch));
+        }) == mesh_key_message("sampler distributed, rank 0 has batch"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(ds::DistributedBatchSampler<>(n + (odd ? 1 : 0), w, batch));
+        }) == mesh_key_message("dataset_size 91, rank 0 has 90"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          ds::DistributedBatchSampler<> s(n, w, batch);
+          if (odd) s.set_epoch(3);
+          return ds::mesh_record_of(s);
+        }) == mesh_key_message("epoch 3, rank 0 has 0"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(
+              ds::DistributedBatchSampler<>(n, w, odd ? ds::BatchSamplerOptions(batch).with_shuffle(false) : batch));
+        }) == mesh_key_message("shuffle false, rank 0 has true"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(ds::DistributedSampler<>(
+              n, w, ds::SamplerOptions().with_seed(4).with_tail(odd ? ds::Tail::drop : ds::Tail::pad)));
+        }) == mesh_key_message("tail drop, rank 0 has pad"));
+  // The order's engine: torch's randperm on one rank, the Feistel permutation on the others.
+  CHECK_THAT(mesh_key_error([&](const World& w, bool odd) {
+               const auto o = ds::SamplerOptions().with_seed(4);
+               return odd ? ds::mesh_record_of(ds::DistributedSampler<ds::TorchRandperm>(n, w, o))
+                          : ds::mesh_record_of(ds::DistributedSampler<>(n, w, o));
+             }),
+             Catch::Matchers::Matches(
+                 "guard: tp group of ranks 0,1: rank 1 reads other samples \\(engine 0x[0-9a-f]{16}, rank 0 has "
+                 "0x[0-9a-f]{16}; expected the same samples on every rank of the group\\)"));
+  // A rank resumed from another checkpoint (3 samples per rank consumed: 6 of the epoch).
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          ds::DistributedSampler<> s(n, w, ds::SamplerOptions().with_seed(4));
+          if (odd) s.resume(s.state(3));
+          return ds::mesh_record_of(s);
+        }) == mesh_key_message("consumed 6, rank 0 has 0"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(
+              ds::DistributedBatchSampler<>(n, w, ds::BatchSamplerOptions(batch).with_micro_batch_size(odd ? 4 : 5)));
+        }) == mesh_key_message("micro_batch_size 4, rank 0 has 5"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(
+              ds::DistributedBatchSampler<>(n, w, ds::BatchSamplerOptions(batch).with_accumulation_steps(odd ? 2 : 1)));
+        }) == mesh_key_message("accumulation_steps 2, rank 0 has 1"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(ds::StreamingShardSampler(
+              {30, 20, 40}, w, ds::ShardSamplerOptions().with_seed(4).with_num_workers(odd ? 3 : 2)));
+        }) == mesh_key_message("num_workers 3, rank 0 has 2"));
+  // The family's layout: the token budget, and packing's seq_len, window and mode.
+  const auto layout_message = Catch::Matchers::Matches(
+      "guard: tp group of ranks 0,1: rank 1 reads other samples \\(layout 0x[0-9a-f]{16}, rank 0 has "
+      "0x[0-9a-f]{16}; expected the same samples on every rank of the group\\)");
+  CHECK_THAT(mesh_key_error([&](const World& w, bool odd) {
+               return ds::mesh_record_of(ds::TokenBatchSampler(
+                   n, lengths, w, ds::TokenBatchOptions().with_seed(4).with_max_tokens(odd ? 48 : 64)));
+             }),
+             layout_message);
+  CHECK_THAT(mesh_key_error([&](const World& w, bool odd) {
+               return ds::mesh_record_of(
+                   ds::PackedSequenceSampler(n, lengths, w, ds::PackOptions(pack).with_seq_len(odd ? 32 : 64)));
+             }),
+             layout_message);
+  CHECK_THAT(mesh_key_error([&](const World& w, bool odd) {
+               return ds::mesh_record_of(
+                   ds::PackedSequenceSampler(n, lengths, w, ds::PackOptions(pack).with_window(odd ? 30 : 60)));
+             }),
+             layout_message);
+  // best_fit packs without concat's dropped tail: the key's tail says so before its layout.
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(ds::PackedSequenceSampler(
+              n, lengths, w, ds::PackOptions(pack).with_mode(odd ? ds::PackMode::best_fit : ds::PackMode::concat)));
+        }) == mesh_key_message("tail uneven, rank 0 has drop"));
+  CHECK(mesh_key_error([&](const World& w, bool odd) {
+          return ds::mesh_record_of(
+              ds::PackedSequenceSampler(n, lengths, w, ds::PackOptions(pack).with_micro_batch_size(odd ? 1 : 2)));
+        }) == mesh_key_message("micro_batch_size 1, rank 0 has 2"));
 }

@@ -14,6 +14,7 @@
 #include "mesh.hpp"
 #include "options.hpp"
 #include "overlap_check.hpp"
+#include "state.hpp"
 #include "version.hpp"
 #include "world.hpp"
 
@@ -203,12 +204,24 @@ inline void check_mesh_groups(std::string_view who, const Mesh& mesh,
 
 namespace detail {
 
-inline constexpr const char* mesh_key_names[] = {"dataset_size", "seed", "epoch", "shuffle", "tail"};
+inline constexpr const char* mesh_key_names[] = {
+    "sampler",          "dataset_size",       "seed",        "epoch", "shuffle", "tail", "engine", "consumed",
+    "micro_batch_size", "accumulation_steps", "num_workers", "layout"};
 
 inline std::string mesh_key_show(std::size_t field, std::uint64_t value) {
-  if (field == 3) return value != 0 ? "true" : "false";
-  if (field == 4 && value <= 2) return std::string(to_string(static_cast<Tail>(value)));
-  return std::to_string(value);
+  switch (field) {
+    case 0:
+      return guard_family_name(value);
+    case 4:
+      return value != 0 ? "true" : "false";
+    case 5:
+      return value <= 2 ? std::string(to_string(static_cast<Tail>(value))) : std::to_string(value);
+    case 6:
+    case 11:
+      return hex64(value);
+    default:
+      return std::to_string(value);
+  }
 }
 
 template <class Sampler>
@@ -222,21 +235,46 @@ World mesh_world_of(const Sampler& s, long) {
 
 }  // namespace detail
 
-/// The key of mesh_record_of: dataset_size, seed, epoch, shuffle, tail (every other option
-/// shows in the read sums: ranks that differ in it read other samples).
-inline const MeshKeyFormat mesh_key_format{detail::mesh_key_names, 5, &detail::mesh_key_show};
+/// The key of mesh_key_of, in the order its fields are compared (the first difference is
+/// named): the family (sampler), dataset_size, seed, epoch, shuffle, tail, engine (the
+/// order's fingerprint without its layout: engine, its version, the dataset), consumed
+/// (where a resumed segment starts), the family's GuardShape (micro_batch_size,
+/// accumulation_steps, num_workers, and layout: the hash of every other option that
+/// defines the reads, e.g. the token lengths and budget, or packing's lengths, seq_len,
+/// mode and window). The fields of the c10d guard's GuardKey but its world size.
+inline const MeshKeyFormat mesh_key_format{detail::mesh_key_names, 12, &detail::mesh_key_show};
 
-/// This rank's mesh_record for `sampler` (any sampler with options() carrying seed, shuffle
-/// and tail, dataset_size(), epoch(), its World, and a segment_sums found by
-/// argument-dependent lookup): the key of mesh_key_format, the World it was built for, and
-/// its segment_sums over that World. O(segment_sums).
+/// The mesh_key_format key of any guarded sampler: its key() (StateKey), dataset_size(),
+/// epoch(), start() and guard_shape_of (its family's guard_shape found by argument-dependent
+/// lookup, else the key's layout). O(what key() and guard_shape cost).
+template <class Sampler>
+[[nodiscard]] std::vector<std::uint64_t> mesh_key_of(const Sampler& sampler) {
+  const StateKey k = sampler.key();
+  StateKey order = k;
+  order.layout = 0;
+  const GuardShape shape = guard_shape_of(sampler);
+  return {guard_family_code(k.sampler),
+          sampler.dataset_size(),
+          k.seed,
+          sampler.epoch(),
+          k.shuffle ? 1u : 0u,
+          static_cast<std::uint64_t>(k.tail),
+          order.fingerprint(),
+          sampler.start(),
+          shape.micro_batch_size,
+          shape.accumulation_steps,
+          shape.num_workers,
+          shape.layout};
+}
+
+/// This rank's mesh_record for `sampler` (any sampler mesh_key_of takes, with its World (a
+/// world() member, or rank() and world_size()) and a segment_sums found by
+/// argument-dependent lookup): its mesh_key_of, the World it was built for, and its
+/// segment_sums over that World. O(segment_sums).
 template <class Sampler>
 [[nodiscard]] std::vector<std::uint64_t> mesh_record_of(const Sampler& sampler) {
   const World built_for = detail::mesh_world_of(sampler, 0);
-  const auto& o = sampler.options();
-  return mesh_record(
-      {sampler.dataset_size(), o.seed, sampler.epoch(), o.shuffle ? 1u : 0u, static_cast<std::uint64_t>(o.tail)},
-      built_for, segment_sums(sampler, built_for));
+  return mesh_record(mesh_key_of(sampler), built_for, segment_sums(sampler, built_for));
 }
 
 DISTSAMPLER_NAMESPACE_END

@@ -284,7 +284,7 @@ template <class Sampler>
 /// (tp, cp, pp, ...: the ranks that differ in one non-data dim) agrees on the key and
 /// reads the same samples, that the data ranks agree on the key, and returns whether the
 /// data ranks' reads are disjoint and covering. `sampler` is any sampler mesh_record_of
-/// takes. Collective over `comm`: one allgather of 16 words per rank; per rank the cost of
+/// takes. Collective over `comm`: one allgather of 23 words per rank; per rank the cost of
 /// its segment_sums, plus O(world_size x dims + N / DW) for the verdict. Throws
 /// config_error naming the group, the rank and the field ("tp group of ranks 4,5: rank 5
 /// reads other samples (seed 43, rank 4 has 42; ...)"), or when the mesh's product is not

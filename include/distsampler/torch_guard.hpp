@@ -239,7 +239,7 @@ template <class Sampler>
 /// for its rank's data rank and data world, that every model-parallel group (the ranks
 /// that differ in one non-data dim: tp, cp, pp, ...) agrees on the key and reads the same
 /// samples, that the data ranks agree on the key; returns whether the data ranks' reads
-/// are disjoint and covering. One record of 16 words per rank through the store, as
+/// are disjoint and covering. One record of 23 words per rank through the store, as
 /// check_reads; per rank the cost of its segment_sums, plus O(world_size x dims + N / DW).
 /// Throws config_error naming the group, the rank and the field ("tp group of ranks 4,5:
 /// rank 5 reads other samples (seed 43, rank 4 has 42; ...)"), for a mesh whose product

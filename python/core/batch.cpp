@@ -31,6 +31,7 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
   py::class_<B> c(m, name);
   bind_step_sampler(c);
   c.def("micro_batch_length", &B::micro_batch_length)
+      .def("guard_sums", &guard_sums_of<B>)
 
       // Micro-batches number step-major from the resume point (micro_batch_id); returns
       // those in [first, first + count) as lists.

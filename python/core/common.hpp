@@ -113,6 +113,15 @@ E enum_named(const std::string& text, const char* who, const char* what,
   throw ds::config_error(std::string(who) + ": " + what + " \"" + text + "\" is unknown (expected " + expected + ")");
 }
 
+/// (dataset_size, ReadSums words) of sampler `s` over the World it was built for: its
+/// family's segment_sums (reads, padding flagged, what the segment leaves unread fed as
+/// skips), what the Python mesh guard's cover check adds up (check_mesh_records).
+template <class S>
+py::tuple guard_sums_of(const S& s) {
+  const ds::ReadSums sums = segment_sums(s, ds::World(s.rank(), s.world_size()));
+  return py::make_tuple(s.dataset_size(), std::vector<std::uint64_t>(sums.words().begin(), sums.words().end()));
+}
+
 /// What every resumable sampler of the module has: its epoch, world, key and state text.
 template <class S>
 void bind_common(py::class_<S>& c) {

@@ -18,6 +18,7 @@ void bind_distributed_sampler(py::module_& m, const char* name) {
       .def("state", [](const S& s, std::uint64_t done) { return s.state(done).to_text(); })
       .def("__getitem__", [](const S& s, std::uint64_t i) { return s[i]; })
       .def("is_padding", &S::is_padding)
+      .def("guard_sums", &guard_sums_of<S>)
       .def("chunk",
            [](const S& s, std::uint64_t first, std::uint64_t count) {
              std::vector<std::uint64_t> out;

@@ -9,6 +9,37 @@
 
 namespace distsampler_python {
 
+namespace {
+
+// Python's key field names and shown values as a MeshKeyFormat (which points into them).
+struct GuardKeyNames {
+  std::vector<const char*> pointers;
+  ds::MeshKeyFormat format;
+  GuardKeyNames(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& shown) {
+    for (const std::string& n : names) pointers.push_back(n.c_str());
+    format = ds::MeshKeyFormat{pointers.data(), names.size(),
+                               [&shown](std::size_t f, std::uint64_t v) { return shown.at(f).at(v); }};
+  }
+};
+
+// Every rank's mesh_record from its key codes, (rank, world_size) and ReadSums words.
+std::vector<std::vector<std::uint64_t>> mesh_records(const std::vector<std::vector<std::uint64_t>>& keys,
+                                                     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& worlds,
+                                                     const std::vector<std::vector<std::uint64_t>>& sums) {
+  std::vector<std::vector<std::uint64_t>> records;
+  for (std::size_t r = 0; r < keys.size() && r < worlds.size() && r < sums.size(); ++r) {
+    ds::ReadSums::Words words = {};
+    for (std::size_t i = 0; i < words.size() && i < sums[r].size(); ++i) words[i] = sums[r][i];
+    ds::World w;
+    w.rank = worlds[r].first;
+    w.world_size = worlds[r].second;
+    records.push_back(ds::mesh_record(keys[r], w, ds::ReadSums(words)));
+  }
+  return records;
+}
+
+}  // namespace
+
 void register_mesh(py::module_& m) {
   py::class_<ds::Mesh>(m, "Mesh", "A parallel mesh of named dims, outermost first, row-major (C++ distsampler::Mesh).")
       .def(py::init([](const std::vector<std::pair<std::string, std::uint64_t>>& dims,
@@ -55,13 +86,14 @@ void register_mesh(py::module_& m) {
       .def("data_rank", &ds::Mesh::data_rank)
       .def("group", &ds::Mesh::group)
       .def("__str__", &ds::Mesh::to_string)
-      .def("__repr__", [](const ds::Mesh& mesh) { return "Mesh(\"" + mesh.to_string() + "\", data_dims=\"" +
-                                                           mesh.data_dims_string() + "\")"; })
+      .def("__repr__",
+           [](const ds::Mesh& mesh) {
+             return "Mesh(\"" + mesh.to_string() + "\", data_dims=\"" + mesh.data_dims_string() + "\")";
+           })
       .def("__eq__", [](const ds::Mesh& a, const ds::Mesh& b) { return a == b; })
-      .def(py::pickle([](const ds::Mesh& mesh) { return py::make_tuple(mesh.to_string(), mesh.data_dims_string()); },
-                      [](const py::tuple& t) {
-                        return ds::Mesh::parse(t[0].cast<std::string>(), t[1].cast<std::string>());
-                      }));
+      .def(py::pickle(
+          [](const ds::Mesh& mesh) { return py::make_tuple(mesh.to_string(), mesh.data_dims_string()); },
+          [](const py::tuple& t) { return ds::Mesh::parse(t[0].cast<std::string>(), t[1].cast<std::string>()); }));
   m.def(
       "world_from_mesh",
       [](const ds::Mesh& mesh, std::uint64_t rank, std::uint64_t world_size, std::uint64_t local_rank,
@@ -94,23 +126,26 @@ void register_mesh(py::module_& m) {
          const std::vector<std::pair<std::uint64_t, std::uint64_t>>& worlds,
          const std::vector<std::vector<std::uint64_t>>& sums, const std::vector<std::string>& names,
          const std::vector<std::vector<std::string>>& shown) {
-        std::vector<const char*> name_ptrs;
-        for (const std::string& n : names) name_ptrs.push_back(n.c_str());
-        const ds::MeshKeyFormat format{name_ptrs.data(), names.size(),
-                                       [&shown](std::size_t f, std::uint64_t v) { return shown.at(f).at(v); }};
-        std::vector<std::vector<std::uint64_t>> records;
-        for (std::size_t r = 0; r < keys.size() && r < worlds.size() && r < sums.size(); ++r) {
-          ds::ReadSums::Words words = {};
-          for (std::size_t i = 0; i < words.size() && i < sums[r].size(); ++i) words[i] = sums[r][i];
-          ds::World w;
-          w.rank = worlds[r].first;
-          w.world_size = worlds[r].second;
-          records.push_back(ds::mesh_record(keys[r], w, ds::ReadSums(words)));
-        }
-        ds::check_mesh_groups(who, mesh, records, format);
+        const GuardKeyNames format(names, shown);
+        ds::check_mesh_groups(who, mesh, mesh_records(keys, worlds, sums), format.format);
       },
       "Steps 1 to 3 of the C++ mesh guard (check_mesh_groups) over every rank's key codes, (rank, world_size) and "
       "read sums; `shown[f][code]` is how key field f's value `code` is printed.");
+  m.def(
+      "check_mesh_records",
+      [](const std::string& who, const ds::Mesh& mesh, std::uint64_t dataset_size,
+         const std::vector<std::vector<std::uint64_t>>& keys,
+         const std::vector<std::pair<std::uint64_t, std::uint64_t>>& worlds,
+         const std::vector<std::vector<std::uint64_t>>& sums, const std::vector<std::string>& names,
+         const std::vector<std::vector<std::string>>& shown) {
+        const GuardKeyNames format(names, shown);
+        const ds::GuardReport r =
+            ds::check_mesh_records(who, mesh, dataset_size, mesh_records(keys, worlds, sums), format.format);
+        return py::make_tuple(r.ok, r.message);
+      },
+      "The whole C++ mesh guard (check_mesh_records) as check_mesh_groups, then whether the data ranks' read sums "
+      "(the ranks at coordinate 0 of every non-data dim) are disjoint and covering over [0, dataset_size): "
+      "(ok, message).");
 }
 
 }  // namespace distsampler_python

@@ -54,7 +54,8 @@ py::list sequences_of(const ds::PackMicroBatch& b) {
     py::tuple seq(static_cast<std::size_t>(b.sequence_begin[i + 1] - b.sequence_begin[i]));
     for (std::uint64_t p = b.sequence_begin[i]; p < b.sequence_begin[i + 1]; ++p) {
       const ds::PackPiece& piece = b.pieces[p];
-      seq[static_cast<std::size_t>(p - b.sequence_begin[i])] = py::make_tuple(piece.document, piece.offset, piece.length);
+      seq[static_cast<std::size_t>(p - b.sequence_begin[i])] =
+          py::make_tuple(piece.document, piece.offset, piece.length);
     }
     out[static_cast<std::size_t>(i)] = std::move(seq);
   }
@@ -95,7 +96,8 @@ void register_packing(py::module_& m) {
   using T = PackCore;
   py::class_<T> c(m, "PackedSequenceSampler");
   bind_held_common(c);
-  c.def_property_readonly("micro_batch_count", &T::total)
+  c.def("guard_sums", [](const T& t) { return guard_sums_of(t.sampler()); })
+      .def_property_readonly("micro_batch_count", &T::total)
       .def("state_after_micro_batches",
            [](const T& t, std::uint64_t j) { return t.sampler().state_after_micro_batches(j).to_text(); })
       .def_property_readonly("micro_batch_size", [](const T& t) { return t.sampler().micro_batch_size(); })

@@ -147,7 +147,8 @@ void register_tokens(py::module_& m) {
   py::class_<T> c(m, "TokenBatchSampler");
   c.attr("max_group") = ds::TokenBatchSampler::max_group;
   bind_held_common(c);
-  c.def_property_readonly("stats", [](const T& t) { return token_stats(t.sampler().stats()); })
+  c.def("guard_sums", [](const T& t) { return guard_sums_of(t.sampler()); })
+      .def_property_readonly("stats", [](const T& t) { return token_stats(t.sampler().stats()); })
       // Every step holds accumulation_steps micro-batches (numbered step * K + k).
       .def_property_readonly("micro_batch_count", &T::total)
       .def("state_after_micro_batches",

@@ -187,16 +187,14 @@ def world_from_device_mesh(device_mesh, data_dims=None):
     return _data_world(who, m, position, m.size, local[0], local[1], ranks[position])
 
 
-
 # The mesh mode of distsampler.torch.guard: what each rank adds to its description, and the
-# check over all of them (the C++ check_mesh_groups).
-_GUARD_FIELDS = ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "global_batch_size",
-                 "accumulation_steps", "token_layout")
+# check over all of them (the C++ check_mesh_records).
+_GUARD_FIELDS = ("sampler", "dataset_size", "seed", "shuffle", "tail", "order", "epoch", "consumed",
+                 "global_batch_size", "accumulation_steps", "token_layout")
 
 
 def _flat(item, out):
-    fields = getattr(item, "_fields", None)
-    if fields is not None and "index" in fields:  # a ShardSample
+    if "index" in (getattr(item, "_fields", None) or ()):  # a ShardSample
         out.append(int(item.index))
     elif isinstance(item, (list, tuple)):
         for x in item:
@@ -218,10 +216,20 @@ def guard_read_sums(sampler):
     return sums.words
 
 
+def guard_mesh_fields(sampler):
+    """A rank's mesh fields: ``reads`` (hash of what a copy yields, or ``sampler._guard_reads()``
+    for a stream), ``sums`` (its family's C++ segment_sums as (dataset_size, words), from
+    ``sampler._guard_sums()``, else None) and ``consumed`` (where a resumed pass starts)."""
+    found = sampler._guard_sums() if callable(getattr(sampler, "_guard_sums", None)) else None
+    own_reads = getattr(sampler, "_guard_reads", None)  # a stream's bounded probe: it never ends
+    return {"reads": own_reads() if callable(own_reads) else guard_read_sums(sampler),
+            "sums": None if found is None else (found[0], list(found[1])), "consumed": 0 if found is None else found[2]}
+
+
 def check_guard_descriptions(gathered, mesh, size):
-    """Raises ConfigError unless the guard's descriptions of every rank of a group of ``size``
-    (rank order = the mesh's global ranks) pass the C++ mesh guard's group checks over
-    ``mesh`` (a Mesh or a DataWorld)."""
+    """Raises ConfigError unless every rank's description (rank order = the mesh's global
+    ranks) passes the C++ mesh guard over ``mesh`` (a Mesh or a DataWorld): check_mesh_groups
+    on the hashes of what ranks yield, then, when every rank has sums, check_mesh_records."""
     if isinstance(mesh, DataWorld):
         mesh = mesh.mesh
     if not isinstance(mesh, Mesh):
@@ -231,5 +239,12 @@ def check_guard_descriptions(gathered, mesh, size):
                           "(expected the product of the dims)")
     shown = [sorted({repr(d[f]) for d in gathered}) for f in _GUARD_FIELDS]
     keys = [[shown[i].index(repr(d[f])) for i, f in enumerate(_GUARD_FIELDS)] for d in gathered]
-    worlds = [(d["rank"], d["num_replicas"]) for d in gathered]
-    _core.check_mesh_groups("guard", mesh, keys, worlds, [d["reads"] for d in gathered], list(_GUARD_FIELDS), shown)
+    worlds, names = [(d["rank"], d["num_replicas"]) for d in gathered], list(_GUARD_FIELDS)
+    _core.check_mesh_groups("guard", mesh, keys, worlds, [d["reads"] for d in gathered], names, shown)
+    sums = [d.get("sums") for d in gathered]
+    if all(s is not None for s in sums):
+        ok, message = _core.check_mesh_records("guard", mesh, sums[0][0], keys, worlds, [s[1] for s in sums], names,
+                                               shown)
+        if not ok:
+            raise ConfigError(f"guard: {message}; expected the data ranks to read disjoint shares that cover the "
+                              "dataset (is a sampler built for another data rank than it reports?)")

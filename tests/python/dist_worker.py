@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 import distsampler
+import mesh_samplers
 from distsampler.mesh import mesh_world
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
                                EmptyToNone, MixtureBatchSampler, PackedSequenceDataset, PackedSequenceSampler,
@@ -349,6 +350,10 @@ def mesh_scenario(rank, spec):
         resumed.load_state_dict(plain(world).state_dict(10))
     out["reads"] = guard_outcome(resumed, world)
     out["data_seed"] = guard_outcome(plain(world, 43 if world.rank == 1 else 42), world)
+    shifted = mesh_samplers.DistributedSampler if rank == 5 else DistributedSampler  # the same key, other reads
+    out["shifted"] = guard_outcome(shifted(data, world.num_replicas, world.rank, seed=42), world)
+    source = 0 if world.rank == 1 else world.rank  # data rank 1 reads data rank 0's share under its own rank
+    out["claimed"] = guard_outcome(mesh_samplers.Claimed(data, world.num_replicas, world.rank, source, 42), world)
     out["size"] = guard_outcome(plain(world), mesh_world("dp=4", rank=0, world_size=4))
     if "pp" in spec:
         out["pp_seed"] = guard_outcome(plain(world, 43 if rank >= 4 else 42), world)

@@ -156,7 +156,7 @@ def test_guard_imports_no_family():
     text = (PACKAGE / "torch" / "guard.py").read_text(encoding="utf-8")
     imports = [line for line in text.split("\n") if line.startswith(("import ", "from "))]
     assert imports == ["import pickle", "import torch.distributed as dist", "from .._core import ConfigError",
-                       "from ..mesh import check_guard_descriptions, guard_read_sums",
+                       "from ..mesh import check_guard_descriptions, guard_mesh_fields",
                        "from ._common import PUBLIC_MODULE", "from ._exchange import exchange, timeout_seconds"]
     assert "isinstance(" not in text
 
@@ -170,7 +170,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
-                  "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups",
+                  "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups", "check_mesh_records",
                   "assemble_stream_state", "resume_stream"]
 
 

@@ -255,8 +255,17 @@ def test_mesh_guard_on_eight_gloo_processes_names_the_group(gloo8, scenario, spe
         assert r["seed"] == "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has 42" + same
         assert r["global_rank"] == (f"guard: rank 0 ({' '.join(f'{k} 0' for k in dims)}) built its sampler as rank 0 "
                                     f"of 8 (expected data rank 0 of {data_world} of mesh {spec}, data dims dp)")
-        assert r["reads"].startswith("guard: tp group of ranks 2,3: rank 3 reads other samples (the same key, but its "
-                                     "reads differ from rank 2's: ")
+        # Rank 3 resumed from a state of 10 samples per rank: the key's consumed names it.
+        assert r["reads"] == (f"guard: tp group of ranks 2,3: rank 3 reads other samples (consumed {10 * data_world}, "
+                              "rank 2 has 0" + same)
+        per_rank = -(-1001 // data_world)  # what each rank yields, padding included
+        assert r["shifted"] == (f"guard: tp group of ranks 4,5: rank 5 reads other samples (the same key, but its "
+                                f"reads differ from rank 4's: {per_rank} reads, rank 4 has {per_rank}" + same)
+        # Data rank 1 reads data rank 0's share: 1002 reads of 1001 (one slot of data rank 1 was padding).
+        padding = {4: 2, 2: 0}[data_world]
+        assert r["claimed"] == (f"guard: mesh {spec} (data dims dp): overlap: 1 extra reads (1002 reads of 1001 "
+                                f"expected, {padding} padding); expected the data ranks to read disjoint shares that "
+                                "cover the dataset (is a sampler built for another data rank than it reports?)")
         assert r["data_seed"] == (f"guard: data rank 1 (rank 2) has seed 43, rank 0 has 42 (expected the same on "
                                   f"every rank of mesh {spec})")
         assert r["size"] == ("guard: mesh dp=4 has 4 ranks but the process group has 8 processes (expected the "

@@ -26,6 +26,29 @@ ds::DistributedBatchSampler<> batches(const ds::World& world, std::uint64_t micr
       n, world, ds::BatchSamplerOptions().with_seed(42).with_micro_batch_size(micro_batch).with_accumulation_steps(2));
 }
 
+// A DistributedSampler built for `source` that names itself rank `claimed` of its world:
+// what a rank reads that passed another data rank to its sampler but reports the right one.
+struct Claimed {
+  ds::DistributedSampler<> inner;
+  ds::World source;
+  std::uint64_t claimed = 0;
+  [[nodiscard]] ds::StateKey key() const noexcept { return inner.key(); }
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return inner.dataset_size(); }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return inner.epoch(); }
+  [[nodiscard]] std::uint64_t start() const noexcept { return inner.start(); }
+  [[nodiscard]] std::uint64_t rank() const noexcept { return claimed; }
+  [[nodiscard]] std::uint64_t world_size() const noexcept { return source.world_size; }
+};
+
+// Claimed's reads: its inner sampler's, over the World it was built for (found by argument-dependent lookup).
+ds::ReadSums segment_sums(const Claimed& s, const ds::World&) { return ds::segment_sums(s.inner, s.source); }
+
+// Data rank `data` (its sampler built for data rank `source_rank` when `lies`) under its own name.
+Claimed claimed(const ds::World& data, bool lies, std::uint64_t source_rank) {
+  const ds::World source = lies ? ds::World(source_rank, data.world_size) : data;
+  return Claimed{plain(source, 42), source, data.rank};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,10 +110,24 @@ int main(int argc, char** argv) {
         "error: " + who + "rank 0 \\(.*\\) built its sampler as rank 0 of 8 \\(expected data rank 0 of " + dw +
             " of mesh " + spec + ", data dims dp\\)");
     run(
-        "reads", [&] { return guard::check_mesh_epoch(batches(data, g == 3 ? 4 : 5), *store, process, mesh); },
+        "micro_batch_size",
+        [&] { return guard::check_mesh_epoch(batches(data, g == 3 ? 4 : 5), *store, process, mesh); },
+        "error: " + who +
+            "tp group of ranks 2,3: rank 3 reads other samples \\(micro_batch_size 4, rank 2 has 5; expected the "
+            "same samples on every rank of the group\\)");
+    // Rank 3 built its sampler for data rank 0 but names its own: the same key, other reads.
+    run(
+        "reads", [&] { return guard::check_mesh_epoch(claimed(data, g == 3, 0), *store, process, mesh); },
         "error: " + who +
             "tp group of ranks 2,3: rank 3 reads other samples \\(the same key, but its reads differ from rank "
             "2's: .*");
+    // Every rank of data rank 1 built for data rank 0, each claiming its own rank and key:
+    // the groups agree, only the data ranks' sums show the overlap.
+    run(
+        "overlap", [&] { return guard::check_mesh_epoch(claimed(data, data.rank == 1, 0), *store, process, mesh); },
+        head + (dw == "4" ? "overlap and missing samples: the right number of reads but not of the right indices "
+                            "\\(1003 reads of 1003 expected, 1 padding\\)"
+                          : "overlap: 1 extra reads \\(1004 reads of 1003 expected, 0 padding\\)"));
     run(
         "data seed",
         [&] { return guard::check_mesh_epoch(plain(data, data.rank == 1 ? 43 : 42), *store, process, mesh); },

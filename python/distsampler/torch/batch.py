@@ -53,6 +53,13 @@ class _StepSampler(Sampler):
         self._base.set_epoch(epoch)
         return self._base.copy()
 
+    def _guard_sums(self):
+        """(dataset_size, ReadSums words, start) of the pass a copy would read, for ``guard``'s mesh cover check
+        (the C++ family's segment_sums), or None when the family has none."""
+        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
+        sums = getattr(core, "guard_sums", None)
+        return None if sums is None else (*sums(), core.start)
+
     @property
     def num_steps(self):
         """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""

@@ -5,7 +5,7 @@ import pickle
 import torch.distributed as dist
 
 from .._core import ConfigError
-from ..mesh import check_guard_descriptions, guard_read_sums
+from ..mesh import check_guard_descriptions, guard_mesh_fields
 from ._common import PUBLIC_MODULE
 from ._exchange import exchange, timeout_seconds
 
@@ -74,18 +74,22 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     group's ranks are the mesh's global ranks, row-major), the checks are the C++ mesh
     guard's (``check_mesh_groups``): each sampler is built for its rank's data rank and data
     world, every model-parallel group (the ranks that differ in one non-data dim, innermost
-    first) agrees on these fields and reads the same indices (a hash of what a copy of the
-    sampler yields this epoch, O(its share)), and the data ranks agree on the fields, so
-    their shares are disjoint and covering. A mismatch names the group, the rank and the
-    field: "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has
-    42; ...)".
+    first) agrees on these fields (and on where a resumed pass starts) and reads the same
+    indices (a hash of what a copy of the sampler yields this epoch, O(its share)), and the
+    data ranks agree on the fields. A mismatch names the group, the rank and the field:
+    "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has 42;
+    ...)". When every rank's sampler has its family's C++ read sums (a ``_guard_sums()`` method
+    returning (dataset_size, ReadSums words, start): the library's index, batch, token and
+    packing samplers have one, and a sampler of your own may), the data ranks' reads must
+    also be disjoint and covering, as in C++, else ``ConfigError`` "guard: mesh dp=4,tp=2
+    (data dims dp): overlap ...".
     """
     seconds = timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
     if mesh is not None:
-        mine["reads"] = guard_read_sums(sampler)
+        mine.update(guard_mesh_fields(sampler))
     size, me = dist.get_world_size(group), dist.get_rank(group)
     members = "all" if group is None else "-".join(str(r) for r in dist.get_process_group_ranks(group))
     store = _store(group)

@@ -84,6 +84,17 @@ class DistributedSampler(_TorchDistributedSampler):
         self._base.set_epoch(epoch)
         return self._base.copy()
 
+    def _guard_sums(self):
+        """(dataset_size, ReadSums words, start) of the pass a copy would read, for ``guard``'s mesh cover check
+        (the C++ segment_sums: padding flagged, the resumed segment's consumed samples as skips)."""
+        if self._pending is None:
+            core = self._cpp(self._epoch64())
+        elif self._prepared is not None and self._prepared[0] == self._config():
+            core = self._prepared[1]
+        else:
+            core = self._resumed(self._pending)
+        return (*core.guard_sums(), core.start)
+
     def _epoch64(self):
         return _unsigned("DistributedSampler", "epoch", self.epoch)
 

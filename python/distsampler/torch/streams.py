@@ -14,6 +14,8 @@ part (what its loop received from each worker); gather the parts of every rank a
 """
 
 import collections
+import copy
+import hashlib
 import json
 import os
 import tarfile
@@ -160,8 +162,32 @@ class StreamDataset(torch.utils.data.IterableDataset):
     epoch = 0
     shuffle = False
 
+    @property
+    def num_replicas(self):
+        """``world_size``, under the name torch's samplers take it (and ``guard`` reads)."""
+        return self.world_size
+
     def _guard_description(self):
-        return f"StreamDataset(shards={len(self.paths)}, seed={self.seed}, micro_batch={self.micro_batch})"
+        """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world: the
+        shard count, a digest of the byte hints and of the state it resumed from (order), the
+        kept samples of every step (global_batch_size) and the packer's sequence length."""
+        digest = hashlib.sha256(json.dumps([self.byte_sizes, self._base]).encode()).hexdigest()[:16]
+        return {"sampler": type(self).__name__, "dataset_size": len(self.paths), "order": f"streams {digest}",
+                "global_batch_size": self.micro_batch * self.world_size,
+                "token_layout": 0 if self.packer is None else self.packer.sequence_length}
+
+    def _guard_reads(self, micro_batches=4):
+        """ReadSums words of the first ``micro_batches`` micro-batches this rank reads as its
+        loader's one worker, from a copy (nothing is consumed): each kept sample's (pass, shard,
+        record), or the packed token ids. Reads those records' shard files."""
+        sums, it = _core.ReadSums(), iter(copy.deepcopy(self))
+        for _ in range(micro_batches):
+            data = next(it).data
+            if self.packer is None:
+                sums.read([((item.pass_ << 40) + (item.shard << 20) + item.index) % (1 << 64) for item in data])
+            else:
+                sums.read([t % (1 << 64) for t in data.flatten().tolist()])
+        return sums.words
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -35,6 +35,8 @@ class StreamDataset(torch.utils.data.IterableDataset[Any]):
     packer: Optional[StreamPacker]
     epoch: int
     shuffle: bool
+    @property
+    def num_replicas(self) -> int: ...
     def __init__(
         self,
         paths: Sequence[_Path],
