@@ -109,11 +109,11 @@ def row(name, seen, stall, wasted, all_kept):
     print(f"| {name} | {twice} | {never} | {stall_text} | {wasted} |")
 
 
-def drift(shards, consumers, hinted, passes=20, batch=4):
-    """The largest pass difference between two consumers over `passes` passes, and the open passes then."""
+def drift(shards, consumers, hinted, share=1, passes=20, batch=4):
+    """The largest pass difference between two consumers over `passes` passes (share 0: every consumer)."""
     sizes, offsets = dataset(shards, shards + consumers)
     hints = list(sizes) if hinted else []
-    cursors = [_core.StreamCursor(shards, hints, 0, consumers, c) for c in range(consumers)]
+    cursors = [_core.StreamCursor(shards, hints, 0, consumers, c, share=share) for c in range(consumers)]
 
     def read(pass_, shard, record):
         if record >= sizes[shard]:
@@ -131,11 +131,12 @@ def drift(shards, consumers, hinted, passes=20, batch=4):
 
 
 def main():
-    print("| shards | consumers | byte hints | max drift (passes) over 20 passes |")
-    print("|---|---|---|---|")
+    print("| shards | consumers | byte hints | share | max drift (passes) over 20 passes |")
+    print("|---|---|---|---|---|")
     for shards, consumers in ((16, 8), (64, 8), (256, 8), (64, 32)):
-        for hinted in (False, True):
-            print(f"| {shards} | {consumers} | {'yes' if hinted else 'no'} | {drift(shards, consumers, hinted)} |")
+        for hinted, share in ((False, 1), (True, 1), (False, 0)):
+            print(f"| {shards} | {consumers} | {'yes' if hinted else 'no'} | {'all' if share == 0 else share} | "
+                  f"{drift(shards, consumers, hinted, share)} |")
     world, workers, batch = 4, 2, 8
     for shards in (6, 64):
         sizes, offsets = dataset(shards, shards)

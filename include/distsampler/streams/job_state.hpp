@@ -50,7 +50,7 @@ struct StreamJobState {
   std::uint64_t seed = 0;
   std::uint64_t shards = 0;
   std::uint64_t layout = 0;
-  std::uint64_t share = 1;  ///< StreamPlan::share() of the saving plan (informational)
+  std::uint64_t share = 1;  ///< StreamOptions::share of the saving plan, 0 for every consumer (informational)
   std::uint64_t next_pass = 0;
   std::uint64_t step = 0;  ///< training steps the loop had received (informational; not checked)
   std::vector<StreamOpenPass> open;

@@ -115,6 +115,7 @@ class StreamPlan {
                                  std::to_string(consumers_) + " (expected 1.." + std::to_string(consumers_) +
                                  ", or share_all)");
     }
+    share_option_ = options.share;
     share_ = options.share == StreamOptions::share_all ? consumers_ : options.share;
     if (!byte_sizes_.empty() && byte_sizes_.size() != shards_) {
       detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) + " entries for " +
@@ -159,6 +160,8 @@ class StreamPlan {
   [[nodiscard]] const std::vector<std::uint64_t>& byte_sizes() const noexcept { return byte_sizes_; }
   /// The consumers each shard is cut among (StreamOptions::share; share_all as consumers()).
   [[nodiscard]] std::uint64_t share() const noexcept { return share_; }
+  /// StreamOptions::share as given (StreamOptions::share_all kept as such).
+  [[nodiscard]] std::uint64_t share_option() const noexcept { return share_option_; }
   /// The first pass dealt in full on this plan's consumers (0, or a resumed state's next_pass);
   /// passes before it hold only what the state left unread.
   [[nodiscard]] std::uint64_t first_fresh_pass() const noexcept { return first_fresh_; }
@@ -259,7 +262,7 @@ class StreamPlan {
     return &dealt_[pass];
   }
 
-  std::uint64_t shards_, seed_, consumers_, share_ = 1;
+  std::uint64_t shards_, seed_, consumers_, share_ = 1, share_option_ = 1;
   std::vector<std::uint64_t> byte_sizes_;
   std::vector<std::uint64_t> loads_;
   std::map<std::uint64_t, Shares> dealt_;

@@ -81,7 +81,7 @@ namespace detail {
   // Passes a resumed plan holds beyond every consumer are open too, read by none yet.
   hi = std::max(hi, plan.first_fresh_pass() == 0 ? 0 : plan.first_fresh_pass() - 1);
   s.next_pass = hi + 1;
-  s.share = plan.share();
+  s.share = plan.share_option();
   for (std::uint64_t q = lo; q <= hi; ++q) {
     std::vector<StreamPiece> pieces;
     for (std::uint64_t c = 0; c < plan.consumers(); ++c) {
