@@ -250,10 +250,28 @@ TEST_CASE("a share among every consumer keeps consumers within one pass without 
     worst_unshared = std::max(worst_unshared, unshared.max_drift);
   }
   CHECK(worst_unshared >= 3);  // without the share the same data drifts by several passes
+  // bench/streams_peers.py's widest case: 64 shards of 50..400 records (one in ten empty) for
+  // 32 consumers, 60% kept, B = 4, 20 passes: 11 passes of drift with share 1 (docs/STREAMS.md).
+  StreamsWorld data;
+  std::uint64_t at = 0;
+  for (std::uint64_t k = 0; k < 64; ++k) {
+    const std::uint64_t r = rng();
+    data.sizes.push_back(r % 10 == 0 ? 0 : 50 + r % 351);
+    data.offsets.push_back(at);
+    at += data.sizes.back();
+  }
+  data.keep_below = UINT64_MAX / 100 * 60;
+  StreamsJob wide;
+  wide.data = &data;
+  wide.micro_batch = 4;
+  wide.segment(32, 1, 20 * data.kept_set().size() / (4 * 32), ds::StreamOptions::share_all);
+  wide.check_passes();
+  CHECK(wide.min_pass >= 19);
+  CHECK(wide.max_drift <= 1);
 }
 
-TEST_CASE("a share cuts every shard by stride, rotating the parts with the pass", "[streams][share]") {
-  // Every consumer: part (c + pass) mod consumers of every shard, in pass order.
+TEST_CASE("a share cuts every shard by stride, rotating the parts with the pass and the shard", "[streams][share]") {
+  // Consumer c: part (c + pass + i) mod consumers of the shard at position i, in pass order.
   ds::StreamPlan all(5, {}, 4, ds::StreamOptions{7, ds::StreamOptions::share_all});
   CHECK(all.parts() == 4);
   CHECK(all.share() == 4);
@@ -262,7 +280,7 @@ TEST_CASE("a share cuts every shard by stride, rotating the parts with the pass"
     for (std::uint64_t c = 0; c < 4; ++c) {
       const auto& share = all.share(pass, c);
       REQUIRE(share.size() == 5);
-      for (std::uint64_t i = 0; i < 5; ++i) CHECK(share[i] == ds::StreamPiece{order(i), (c + pass) % 4, 4, 0});
+      for (std::uint64_t i = 0; i < 5; ++i) CHECK(share[i] == ds::StreamPiece{order(i), (c + pass + i) % 4, 4, 0});
     }
   }
   // A share of 2 among 4 consumers over 6 shards: 12 pieces of half a shard, 3 each.
@@ -378,9 +396,10 @@ TEST_CASE("stream job states are SamplerStates of family stream and refuse as Sa
     return ds::StreamJobState::from_text(st.to_text());
   };
   // share, step, opens, [pass, runs, [position count part parts offset]...]..., carries, [...]
-  const ds::StreamJobState ok = words({0, 0, 1, 1, 3, 0, 1, 0, 1, 4, 1, 3, 0, 2, 0, 1, 2, 1, 2, 0, 0});
+  // Two runs over shard positions 1..2 in 2 parts: one diagonal each (parts 1, 0 and 0, 1).
+  const ds::StreamJobState ok = words({0, 0, 1, 1, 3, 0, 1, 0, 1, 4, 1, 2, 1, 2, 0, 1, 3, 0, 2, 0, 0});
   REQUIRE(ok.open.size() == 1);
-  CHECK(ok.open[0].runs == std::vector<ds::StreamRun>{{0, 1, 0, 1, 4}, {1, 3, 0, 2, 0}, {1, 2, 1, 2, 0}});
+  CHECK(ok.open[0].runs == std::vector<ds::StreamRun>{{0, 1, 0, 1, 4}, {1, 2, 1, 2, 0}, {1, 3, 0, 2, 0}});
   CHECK(ok.share == 0);
   CHECK_THROWS_WITH(words({0, 0, 1, 1, 1, 0, 1}),
                     "StreamJobState: the family words end after 7 (expected a run part at word 7)");
@@ -401,11 +420,15 @@ TEST_CASE("stream job states are SamplerStates of family stream and refuse as Sa
                     "StreamJobState: open pass 1: run 0 (0+1 part 2/2) has part >= parts (expected part < parts)");
   CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 2, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0}),
                     "StreamJobState: open pass 1: run 1 (0+1 part 0/1) is out of order (expected runs sorted by "
-                    "parts, part and position)");
+                    "parts, part - position mod parts, and position)");
   CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 2, 0, 1, 0, 1, 1, 0, 1, 0, 0}),
                     "StreamJobState: open pass 1: run 1 (1+1 part 0/1) overlaps the run before it");
   CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 1, 0, 1, 5, 1, 1, 0, 1, 0, 0}),
                     "StreamJobState: open pass 1: run 1 (1+1 part 0/1) continues the run before it (expected the "
+                    "two as one run)");
+  // The next shard in the next part continues a run of 2 parts (diagonal 0).
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 1, 0, 2, 5, 1, 1, 1, 2, 0, 0}),
+                    "StreamJobState: open pass 1: run 1 (1+1 part 1/2) continues the run before it (expected the "
                     "two as one run)");
   CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 2, 0, 1, 0, 1, 1, 0, 2, 0, 0}),
                     "StreamJobState: open pass 1: shard position 1 is cut into both 1 and 2 parts (expected one "

@@ -96,7 +96,7 @@ struct StreamJobState {
   /// SamplerState::validate does for a state of another family or engine (naming each field),
   /// and naming the first problem of the family words: too few or too many, or contents that
   /// are not canonical (open passes increasing and below next_pass; runs sorted, within the
-  /// shards, part < parts, runs of one part not touching, a shard's runs of one parts value;
+  /// shards, part < parts, runs of one diagonal not touching, a shard's runs of one parts value;
   /// carries with done < total, shard below shards, pass below next_pass). O(words).
   [[nodiscard]] static StreamJobState from_state(const SamplerState& state) {
     state.validate(key(state.dataset_size, state.seed, state.layout), "StreamJobState");
@@ -202,10 +202,12 @@ struct StreamJobState {
         if (r.parts == 0 || r.part >= r.parts) fail(run + " has part >= parts (expected part < parts)");
         if (k > 0) {
           const StreamRun& q = o.runs[k - 1];
-          const bool same = q.parts == r.parts && q.part == r.part;
-          const bool sorted = q.parts != r.parts ? q.parts < r.parts : q.part != r.part ? q.part < r.part
-                                                                                          : q.position < r.position;
-          if (!sorted) fail(run + " is out of order (expected runs sorted by parts, part and position)");
+          const std::uint64_t dq = q.diagonal(), dr = r.diagonal();
+          const bool same = q.parts == r.parts && dq == dr;
+          const bool sorted = q.parts != r.parts ? q.parts < r.parts : dq != dr ? dq < dr : q.position < r.position;
+          if (!sorted) {
+            fail(run + " is out of order (expected runs sorted by parts, part - position mod parts, and position)");
+          }
           if (same && q.position + q.count > r.position) fail(run + " overlaps the run before it");
           if (same && q.position + q.count == r.position && r.offset == 0) {
             fail(run + " continues the run before it (expected the two as one run)");

@@ -41,16 +41,21 @@ struct StreamPiece {
   friend constexpr bool operator!=(const StreamPiece& a, const StreamPiece& b) noexcept { return !(a == b); }
 };
 
-/// Unread pieces as a saved state records them: part `part` of `parts` of the shards at
-/// positions [position, position + count) of the pass's shard order, the first from its
-/// record `offset`, the others from 0 (one run holds a consumer's whole rest of a pass when
-/// every shard is shared). Plain data.
+/// Unread pieces as a saved state records them: of the shards at positions [position,
+/// position + count) of the pass's shard order, the one at position + m in part (part + m)
+/// mod `parts` (every shard in the same part when parts is 1), the first from its record
+/// `offset`, the others from 0. One run holds a consumer's whole rest of a pass when every
+/// shard is shared. diagonal() is what the parts of one run share. Plain data.
 struct StreamRun {
   std::uint64_t position = 0;
   std::uint64_t count = 1;
   std::uint64_t part = 0;
   std::uint64_t parts = 1;
   std::uint64_t offset = 0;
+  /// (part - position) mod parts: equal for the pieces a run can hold (parts >= 1, part < parts).
+  [[nodiscard]] constexpr std::uint64_t diagonal() const noexcept {
+    return (part + (parts - position % parts)) % parts;
+  }
   friend constexpr bool operator==(const StreamRun& a, const StreamRun& b) noexcept {
     return a.position == b.position && a.count == b.count && a.part == b.part && a.parts == b.parts &&
            a.offset == b.offset;
@@ -58,7 +63,7 @@ struct StreamRun {
 };
 
 /// A pass's unread pieces as a saved state records them (StreamJobState::open): runs sorted
-/// by (parts, part, position), runs of one part never touching (they would be one run).
+/// by (parts, diagonal, position), runs of one diagonal never touching (they would be one).
 struct StreamOpenPass {
   std::uint64_t pass = 0;
   std::vector<StreamRun> runs;
@@ -69,8 +74,9 @@ struct StreamOpenPass {
 /// every consumer. With share 1 (the default) a shard is cut only when there are fewer shards
 /// than consumers (into ceil(consumers / shards) parts), and the consumers' shares of a pass
 /// differ by the spread of the shard sizes, so without byte hints they drift apart over the
-/// passes. With share_all every consumer reads records j = c + pass (mod consumers) of every
-/// shard, so the shares of a pass differ by at most one record per shard and the consumers
+/// passes. With share_all consumer c reads records j = c + pass + i (mod consumers) of the
+/// shard at position i of the pass, so the shares of a pass differ by at most one record per
+/// shard (those extra records falling on other consumers in each shard) and the consumers
 /// stay within about one pass of each other without hints; the cost is I/O: a format read
 /// front to back is scanned `share` times per pass (docs/STREAMS.md). Plain data.
 struct StreamOptions {
@@ -90,8 +96,8 @@ struct StreamOptions {
 /// hints; every shard weighs 1 without them) summed over every fresh pass of this plan: a
 /// consumer that got more in one pass gets less in the next, so consumers do not drift apart.
 /// With a share (StreamOptions::share) every shard is cut into max(share, that) parts; when
-/// the parts are as many as the consumers, consumer c reads part (c + pass) mod consumers of
-/// every shard, in pass order (no greedy deal).
+/// the parts are as many as the consumers, consumer c reads part (c + pass + i) mod consumers
+/// of the shard at position i of the pass, in pass order (no greedy deal).
 ///
 /// A plan resumed from a state (resume()) first deals each open pass's unread pieces afresh
 /// over its consumers (in pass order, from zero loads), treats the other passes before the
@@ -136,7 +142,8 @@ class StreamPlan {
       std::vector<std::pair<std::uint64_t, StreamPiece>> at;  // (position, piece)
       for (const StreamRun& r : o.runs) {
         for (std::uint64_t m = 0; m < r.count; ++m) {
-          at.emplace_back(r.position + m, StreamPiece{order(r.position + m), r.part, r.parts, m == 0 ? r.offset : 0});
+          at.emplace_back(r.position + m, StreamPiece{order(r.position + m), (r.part + m % r.parts) % r.parts, r.parts,
+                                                      m == 0 ? r.offset : 0});
         }
       }
       std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) {
@@ -241,11 +248,14 @@ class StreamPlan {
       const FeistelPermutation order(shards_, seed_, next_deal_);
       Shares shares(consumers_);
       if (s == consumers_) {
-        // Every consumer reads its part of every shard; the part rotates with the pass.
+        // Every consumer reads its part of every shard. The part rotates with the pass and
+        // with the shard's position, so the parts holding a shard's last, extra records (the
+        // first count mod consumers, unknown before reading) fall on other consumers in each
+        // shard instead of on the same few in all of them.
         for (std::uint64_t c = 0; c < consumers_; ++c) {
           shares[c].reserve(static_cast<std::size_t>(shards_));
           for (std::uint64_t i = 0; i < shards_; ++i)
-            shares[c].push_back(StreamPiece{order(i), (c + next_deal_ % s) % s, s, 0});
+            shares[c].push_back(StreamPiece{order(i), (c + next_deal_ % s + i % s) % s, s, 0});
         }
       } else {
         std::vector<StreamPiece> pieces;

@@ -30,22 +30,24 @@ struct StreamProgress {
 
 namespace detail {
 
-// The canonical runs of a pass's unread `pieces` (pass order `order`): per part, the pieces
-// in pass order, a piece continuing the run before it when it is the next shard and starts at
-// record 0. O(pieces log pieces).
+// The canonical runs of a pass's unread `pieces` (pass order `order`): per parts and
+// diagonal, the pieces in pass order, a piece continuing the run before it when it is the
+// next shard, in the next part, from record 0. O(pieces log pieces).
 [[nodiscard]] inline std::vector<StreamRun> stream_runs(const std::vector<StreamPiece>& pieces,
                                                         const FeistelPermutation& order) {
   std::vector<StreamRun> at;
   at.reserve(pieces.size());
   for (const StreamPiece& p : pieces) at.push_back(StreamRun{order.inverse(p.shard), 1, p.part, p.parts, p.offset});
   std::sort(at.begin(), at.end(), [](const StreamRun& a, const StreamRun& b) {
-    return std::tie(a.parts, a.part, a.position) < std::tie(b.parts, b.part, b.position);
+    const std::uint64_t da = a.diagonal(), db = b.diagonal();
+    return std::tie(a.parts, da, a.position) < std::tie(b.parts, db, b.position);
   });
   std::vector<StreamRun> runs;
   for (const StreamRun& r : at) {
     if (!runs.empty()) {
       StreamRun& last = runs.back();
-      if (last.parts == r.parts && last.part == r.part && last.position + last.count == r.position && r.offset == 0) {
+      if (last.parts == r.parts && last.diagonal() == r.diagonal() && last.position + last.count == r.position &&
+          r.offset == 0) {
         ++last.count;
         continue;
       }
