@@ -51,12 +51,12 @@ def train(args):
     dataset = StreamDataset(paths, micro_batch=args.micro_batch, seed=3, filter=english, share=share)
     loader = DataLoader(dataset, batch_size=None, num_workers=args.workers, persistent_workers=True)
     torch.manual_seed(0)
-    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    model = torch.nn.Linear(1, 1)  # gradients averaged by hand below: every rank has every step
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     step = 0
     if args.resume:
         ckpt = torch.load(args.resume)
-        model.module.load_state_dict(ckpt["model"])
+        model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         loader.load_state_dict({"format": 1, "sampler": "StreamDataset", "state": ckpt["stream"]})
         step = ckpt["step"]
@@ -69,6 +69,9 @@ def train(args):
         loss = ((model(x) - y) ** 2).mean()
         optimizer.zero_grad()
         loss.backward()
+        for p in model.parameters():  # the allreduce every rank reaches, since every rank has this step
+            dist.all_reduce(p.grad)
+            p.grad /= world
         optimizer.step()
         log.write(f"{step} " + " ".join(f"{item.pass_}:{item.record['id']}" for item in items) + "\n")
         log.flush()
@@ -76,7 +79,7 @@ def train(args):
             parts = [None] * world
             dist.all_gather_object(parts, loader.state_dict()["state"])  # what each rank's loop received
             if rank == 0:
-                ckpt = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1,
+                ckpt = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1,
                         "stream": dataset.job_state(parts)}
                 torch.save(ckpt, os.path.join(args.out, "checkpoint.tmp"))
                 os.replace(os.path.join(args.out, "checkpoint.tmp"), os.path.join(args.out, "checkpoint.pt"))
