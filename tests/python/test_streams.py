@@ -271,3 +271,28 @@ def test_tar_and_npy_shards_are_read_without_an_index(tmp_path):
                 assert rec["cls"] == b"1" and rec["__key__"].endswith(f"sample{item.index:03d}")
             ids.setdefault(item.pass_, []).append(ident)
     assert sorted(ids[0]) == list(range(12)) and sorted(ids[1]) == list(range(12))
+
+
+def test_npy_shards_shared_by_every_consumer_are_read_by_random_access(tmp_path, monkeypatch):
+    import numpy as np
+
+    from distsampler.torch import streams
+
+    paths, at = [], 0
+    for s, n in enumerate([9, 0, 6]):
+        np.save(tmp_path / f"s{s}.npy", np.arange(at, at + n, dtype=np.int64).reshape(n, 1))
+        paths.append(str(tmp_path / f"s{s}.npy"))
+        at += n
+    scanned = []
+    real = streams._ShardReader._records
+    monkeypatch.setattr(streams._ShardReader, "_records", lambda self: scanned.append(self.path) or real(self))
+    got = {}
+    for rank in range(3):  # 3 consumers, each its residue of every shard
+        ds = StreamDataset(paths, num_replicas=3, rank=rank, micro_batch=1, seed=2, share="all")
+        it = iter(ds)
+        for _ in range(5):  # a pass is 5 records each
+            (item,) = next(it).data
+            assert int(item.record[0]) == [0, 9, 9][item.shard] + item.index
+            got.setdefault(item.pass_, []).append(int(item.record[0]))
+    assert sorted(got[0]) == list(range(15))
+    assert scanned == []  # no shard was scanned front to back
