@@ -1,7 +1,8 @@
 # Read-time streams side by side: distsampler's passes, WebDataset's resampled shards with with_epoch, HF's split_dataset_by_node.
 # SPDX-License-Identifier: MIT
 """One run over the same played dataset (shards of random sizes, some empty, a read-time
-filter keeping about 60%), W ranks x K loader workers, micro-batches of B kept samples.
+filter keeping about 60%), W ranks x K loader workers, micro-batches of B kept samples; and
+the drift between consumers with and without byte hints and a share among every consumer.
 
 The peers are transcribed from their documented rules, not run:
 
@@ -109,18 +110,19 @@ def row(name, seen, stall, wasted, all_kept):
     print(f"| {name} | {twice} | {never} | {stall_text} | {wasted} |")
 
 
-def drift(shards, consumers, hinted, passes=20, batch=4):
-    """The largest pass difference between two consumers over `passes` passes, and the open passes then."""
+def drift(shards, consumers, hinted, share=1, filtered=True, passes=20, batch=4):
+    """The largest pass difference between two consumers over `passes` passes (share 0: every consumer;
+    `filtered`: the 60% read-time filter, else every record kept)."""
     sizes, offsets = dataset(shards, shards + consumers)
     hints = list(sizes) if hinted else []
-    cursors = [_core.StreamCursor(shards, hints, 0, consumers, c) for c in range(consumers)]
+    cursors = [_core.StreamCursor(shards, hints, 0, consumers, c, share=share) for c in range(consumers)]
 
     def read(pass_, shard, record):
         if record >= sizes[shard]:
             return None
-        return 1 if kept(offsets[shard] + record) else 0
+        return 1 if not filtered or kept(offsets[shard] + record) else 0
 
-    total = sum(1 for s in range(shards) for g in range(offsets[s], offsets[s] + sizes[s]) if kept(g))
+    total = sum(1 for s in range(shards) for g in range(offsets[s], offsets[s] + sizes[s]) if not filtered or kept(g))
     worst = 0
     for _ in range(passes * total // (consumers * batch)):
         for c in cursors:
@@ -131,11 +133,12 @@ def drift(shards, consumers, hinted, passes=20, batch=4):
 
 
 def main():
-    print("| shards | consumers | byte hints | max drift (passes) over 20 passes |")
-    print("|---|---|---|---|")
+    print("| shards | consumers | byte hints | share | filter | max drift (passes) over 20 passes |")
+    print("|---|---|---|---|---|---|")
     for shards, consumers in ((16, 8), (64, 8), (256, 8), (64, 32)):
-        for hinted in (False, True):
-            print(f"| {shards} | {consumers} | {'yes' if hinted else 'no'} | {drift(shards, consumers, hinted)} |")
+        for hinted, share, filtered in ((False, 1, True), (True, 1, True), (False, 0, True), (False, 0, False)):
+            print(f"| {shards} | {consumers} | {'yes' if hinted else 'no'} | {'all' if share == 0 else share} | "
+                  f"{'60%' if filtered else 'none'} | {drift(shards, consumers, hinted, share, filtered)} |")
     world, workers, batch = 4, 2, 8
     for shards in (6, 64):
         sizes, offsets = dataset(shards, shards)

@@ -72,6 +72,9 @@ const std::vector<FlagSpec>& flags() {
        "                               dp_replicate and dp_shard)"},
       {"--byte-sizes", "FILE|LIST", "byte sizes of the shards (hints for balance): comma-separated, or a file"},
       {"--keep", "P", "read-time filter: keep each record with probability P (a decimal from 0 to 1)"},
+      {"--share", "K|all",
+       "cut every shard by stride among K consumers, or all: each reads a part of every shard, so\n"
+       "                               consumers stay within a pass of each other without byte hints (default 1)"},
   };
   return table;
 }

@@ -53,6 +53,21 @@ double keep_flag(const Invocation& in) {
   return p[0];
 }
 
+/// --share K|all: the consumers every shard is cut among (StreamOptions::share), at most `consumers`.
+std::uint64_t share_flag(const Invocation& in, std::uint64_t consumers) {
+  if (!in.has("--share")) return 1;
+  const std::string text(in.text("--share"));
+  if (text == "all") return ds::StreamOptions::share_all;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  const auto k = digits ? in.number("--share") : std::nullopt;
+  if (!k || *k == 0 || *k > consumers) {
+    throw UsageError(fmt::format("--share {} is not a consumer count or all (expected 1..{}, --world x --workers, "
+                                 "or all)",
+                                 shown(text), consumers));
+  }
+  return *k;
+}
+
 int run_stream(const Invocation& in) {
   PlayedShards played;
   played.sizes = parse_shard_sizes("--shard-sizes", in.text("--shard-sizes"));
@@ -106,8 +121,10 @@ int run_stream(const Invocation& in) {
   }
 
   const std::uint64_t consumers = world * workers;
-  auto plan = library("--shard-sizes/--byte-sizes/--world/--workers",
-                      [&] { return std::make_shared<ds::StreamPlan>(played.sizes.size(), hints, seed, consumers); });
+  const std::uint64_t share = share_flag(in, consumers);
+  auto plan = library("--shard-sizes/--byte-sizes/--world/--workers/--share", [&] {
+    return std::make_shared<ds::StreamPlan>(played.sizes.size(), hints, consumers, ds::StreamOptions{seed, share});
+  });
   std::vector<ds::StreamProgress> start(static_cast<std::size_t>(consumers));
   if (resumed) start = library("--resume", [&] { return ds::resume_stream(*plan, *resumed); });
   // Without a state to print, only the shown rank's consumers need to run.
@@ -149,14 +166,15 @@ int run_stream(const Invocation& in) {
 std::vector<CommandSpec> stream_commands() {
   return {{"stream",
            "distsampler stream --shard-sizes FILE|LIST --world W --workers K --micro-batch B --steps S [--byte-sizes "
-           "FILE|LIST] [--keep P] [--seed S] [--rank R] [--state-after S] [--resume STATE]",
+           "FILE|LIST] [--keep P] [--seed S] [--share K|all] [--rank R] [--state-after S] [--resume STATE]",
            "simulate read-time streams: shards of unknown size, a filter, B kept samples per micro-batch",
            "simulate W x K consumers reading passes over shards whose record counts each learns only by reading;\n"
-           "--keep P keeps global index i iff (splitmix64 finaliser of i) >> 11 < P x 2^53. One line per rank per\n"
+           "--keep P keeps global index i iff (splitmix64 finaliser of i) >> 11 < P x 2^53; --share K|all cuts every\n"
+           "shard by stride among K (or all) consumers, which keeps them within a pass of each other. One line per rank per\n"
            "step: step S rank R: [pass:index ...], exactly B entries, from worker S mod K; --state-after S prints\n"
            "the steps before S, then state: LINE; --resume LINE continues at its step on any --world and --workers",
            {"--shard-sizes", "--world", "--workers", "--micro-batch", "--steps"},
-           {"--byte-sizes", "--keep", "--seed", "--rank", "--state-after", "--resume"},
+           {"--byte-sizes", "--keep", "--seed", "--share", "--rank", "--state-after", "--resume"},
            fmt::format("limits: --shard-sizes at most {} entries; --world x --workers at most {}; entries printed at "
                        "most {}; records read at most {}.\n",
                        limits::shards, limits::ranks, limits::printed, stream_reads),

@@ -26,6 +26,7 @@ FAMILIES = {
     "TokenBatchSampler": ("tokens", "tokens/plan.hpp", "TokenBatchOptions", "tokens.py", "TokenBatchSampler"),
     "MixtureSampler": ("mix", "mixture/mixture_sampler.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
     "PackedSequenceSampler": ("pack", "packing/options.hpp", "PackOptions", "packing.py", "PackedSequenceSampler"),
+    "StreamSampler": ("stream", "streams/plan.hpp", "StreamOptions", "streams.py", "StreamDataset"),
     "WeightedSampler": (None, "weighted.hpp", "WeightedSamplerOptions", "weighted.py",
                         "DistributedWeightedRandomSampler"),
 }
@@ -40,6 +41,8 @@ FLAG = {
     "max_tokens": "--max-tokens", "window": "--window", "sources": "--sources", "weights": "--weights",
     "schedule": "--schedule", "end": "--end", "end_count": "--end-count", "seq_len": "--seq-len",
     "mode": "--mode", "chunk": "--chunk", "split_long": "--no-split", "global_batch_size": "--global-batch",
+    "paths": "--shard-sizes", "micro_batch": "--micro-batch", "byte_sizes": "--byte-sizes", "filter": "--keep",
+    "share": "--share",
 }
 
 # Options no command reaches, per family: they shape how a program consumes a sampler.
@@ -51,6 +54,7 @@ API_ONLY = {
                           "shuffle"},
     "MixtureSampler": {"global_batch_size", "mixing_block", "replacement", "as_pairs", "shuffle", "tail"},
     "PackedSequenceSampler": {"shuffle"},
+    "StreamSampler": {"format", "packer", "state_capacity"},
     "WeightedSampler": {"weights", "num_samples", "replacement", "num_replicas", "rank", "seed", "tail"},
 }
 

@@ -422,7 +422,7 @@ run "${st[@]}" --steps 8
 run "${st[@]}" --steps 8 --state-after 3
 stream_state="$(sed -n 's/^state: //p' <<<"$out")"
 head3="$(grep '^step' <<<"$out")"
-[[ $rc -eq 0 && "$stream_state" == "distsampler-stream v1 seed=4 shards=5 "* && $(grep -c '^step' <<<"$out") -eq 6 ]] &&
+[[ $rc -eq 0 && "$stream_state" == "distsampler-state v5 sampler=stream dataset_size=5 seed=4 "* && $(grep -c '^step' <<<"$out") -eq 6 ]] &&
   passed=$((passed + 1)) || fail "stream --state-after 3: expected 6 step lines and a state:"$'\n'"$out$err"
 run stream --shard-sizes 5,0,7,3,9 --world 3 --workers 1 --micro-batch 3 --keep 0.6 --seed 4 --steps 4 --resume "$stream_state"
 [[ $rc -eq 0 && "$out" == "step 3 rank 0: ["* && -z $(printf '%s\n%s\n' "$head3" "$out" | grep -oE '[0-9]+:[0-9]+' | sort | uniq -d) ]] &&
@@ -441,14 +441,34 @@ refuse --workers '--workers 0 is too small (expected at least 1)' stream --shard
     --micro-batch 1 --steps 1
 refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' stream --shard-sizes 5 --world 1 --workers 1 \
     --micro-batch 0 --steps 1
-refuse --resume '--resume: no checksum= field' stream --shard-sizes 5 --world 1 --workers 1 --micro-batch 1 --steps 1 \
-    --resume 'distsampler-stream v1 seed=0'
+refuse --resume '--resume: expected magic "distsampler-state" at offset 0' stream --shard-sizes 5 --world 1 --workers 1 \
+    --micro-batch 1 --steps 1 --resume 'distsampler-stream v1 seed=0'
+refuse --resume '--resume: unsupported version 6 (expected 1 to 5)' stream --shard-sizes 5,0,7,3,9 --world 1 --workers 1 \
+    --micro-batch 1 --steps 1 --resume "${stream_state/ v5 / v6 }"
+refuse --resume '--resume: sampler family differs (state batch, sampler stream)' stream --shard-sizes 5 --world 1 \
+    --workers 1 --micro-batch 1 --steps 1 --resume "$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 1)"
 refuse --resume 'checksum mismatch' stream --shard-sizes 5,0,7,3,9 --world 1 --workers 1 --micro-batch 1 --steps 1 \
     --resume "${stream_state/seed=4/seed=5}"
 refuse --resume '--resume: seed differs (state 4, sampler 0)' stream --shard-sizes 5,0,7,3,9 --world 1 --workers 1 \
     --micro-batch 1 --steps 1 --resume "$stream_state"
 refuse --resume '--resume: shards differs (state 5, sampler 4)' stream --shard-sizes 5,0,7,3 --world 1 --workers 1 \
     --micro-batch 1 --steps 1 --seed 4 --resume "$stream_state"
+# --share all: every shard read by every consumer's part; resumed on another world with another share.
+run "${st[@]}" --steps 8 --share all --state-after 3
+shared_state="$(sed -n 's/^state: //p' <<<"$out")"
+shared3="$(grep '^step' <<<"$out")"
+[[ $rc -eq 0 && "$shared_state" == "distsampler-state v5 sampler=stream "*" extra=0,3,"* && -n "$shared3" ]] &&
+  passed=$((passed + 1)) || fail "stream --share all --state-after 3: expected a state with share 0:"$'\n'"$out$err"
+run stream --shard-sizes 5,0,7,3,9 --world 3 --workers 1 --micro-batch 3 --keep 0.6 --seed 4 --steps 4 --share 2 \
+    --resume "$shared_state"
+[[ $rc -eq 0 && "$out" == "step 3 rank 0: ["* && -z $(printf '%s\n%s\n' "$shared3" "$out" | grep -oE '[0-9]+:[0-9]+' | sort | uniq -d) ]] &&
+  passed=$((passed + 1)) || fail "stream --share 2 --resume: expected steps 3.. with no entry twice:"$'\n'"$out$err"
+refuse --share '--share "3" is not a consumer count or all (expected 1..2, --world x --workers, or all)' stream \
+    --shard-sizes 5 --world 2 --workers 1 --micro-batch 1 --steps 1 --share 3
+refuse --share '--share "0" is not a consumer count or all' stream --shard-sizes 5 --world 1 --workers 1 --micro-batch 1 \
+    --steps 1 --share 0
+refuse --share '--share "some" is not a consumer count or all' stream --shard-sizes 5 --world 1 --workers 1 \
+    --micro-batch 1 --steps 1 --share some
 refuse --state-after '--state-after 3 is outside the steps simulated (expected 0..2)' stream --shard-sizes 5 --world 1 \
     --workers 1 --micro-batch 1 --steps 2 --state-after 3
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' stream --shard-sizes 5,5 --world 2 --workers 1 \

@@ -37,9 +37,9 @@ SamplerState ahead_state() {
 }
 
 // The keys of the version-3 states below (tests/golden/state_v3.py computes their forms).
-const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false, {}, false};
+const StateKey batch_key{"batch", 1000, 42, true, Tail::drop, "feistel", 2, 0, {}, false, {}, false, false};
 const StateKey shard_key{"shard",       1000, 42, true, Tail::drop, "shard-v2 shuffle", 2, 0x0123456789abcdefu,
-                         "shard sizes", true, {}, false};
+                         "shard sizes", true, {}, false, false};
 
 // A version-3 state: sample_state()'s positions saved by a sampler with `key`.
 SamplerState keyed_state(const StateKey& key = batch_key) {
@@ -227,10 +227,10 @@ TEST_CASE("Malformed text throws state_error naming the problem", "[state][text]
                     prefix + "expected version prefix \" v\" at offset 17");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v"),
                     prefix + "expected a decimal value for version at offset 19");
-  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v5 dataset_size=1"),
-                    prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v6 dataset_size=1"),
+                    prefix + "unsupported version 6 (expected 1 to 5)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v0 dataset_size=1"),
-                    prefix + "unsupported version 0 (expected 1, 2, 3 or 4)");
+                    prefix + "unsupported version 0 (expected 1 to 5)");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v4 dataset_size=1"),
                     prefix + "expected key \" sampler=\" at offset 20");
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v3 dataset_size=1"),
@@ -284,9 +284,12 @@ TEST_CASE("Malformed bytes throw state_error naming the problem", "[state][bytes
   bad_magic[0] = 'X';
   CHECK_THROWS_WITH(SamplerState::from_bytes(bad_magic),
                     prefix + "bad magic (expected \"DSST\"; not a distsampler state)");
+  auto v6 = b;
+  v6[4] = 6;
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v6), prefix + "unsupported version 6 (expected 1 to 5)");
   auto v5 = b;
   v5[4] = 5;
-  CHECK_THROWS_WITH(SamplerState::from_bytes(v5), prefix + "unsupported version 5 (expected 1, 2, 3 or 4)");
+  CHECK_THROWS_WITH(SamplerState::from_bytes(v5), prefix + "truncated input of 56 bytes (expected at least 88)");
   auto v4 = b;
   v4[4] = 4;
   CHECK_THROWS_WITH(SamplerState::from_bytes(v4), prefix + "truncated input of 56 bytes (expected at least 80)");
@@ -479,7 +482,7 @@ TEST_CASE("Validation of a version 3 state names every field that differs", "[st
                     "SamplerState: consumed 1001 exceeds dataset_size 1000 (expected consumed <= dataset_size)");
   SamplerState future = s;
   future.version = 9;
-  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1, 2, 3 or 4)");
+  CHECK_THROWS_WITH(future.validate(key), "SamplerState: unsupported version 9 (expected 1 to 5)");
   SamplerState ahead = s;
   ahead.ahead = {{700, 710}};
   CHECK_THROWS_WITH(ahead.validate(key),
@@ -880,6 +883,64 @@ TEST_CASE("The version 4 forms are the documented ones and round-trip", "[state]
   CHECK(other != s);
   // Without strided entries the same state is version 3, as before.
   CHECK(keyed_ahead_state().written_version() == 3);
+}
+
+TEST_CASE("The version 5 forms carry a family's words under the checksum and round-trip",
+          "[state][text][bytes][extra]") {
+  // Expected forms from tests/golden/state_v3.py (EXTRA), an independent implementation.
+  const StateKey stream_key{"stream", 4, 9, true, Tail::pad, "feistel", 2, 0x0123456789abcdefu,
+                            "byte sizes", false, {}, false, true};
+  SamplerState s;
+  s.set_key(stream_key);
+  s.epoch = 2;
+  s.extra = {1, 0, UINT64_MAX};
+  CHECK(s.written_version() == 5);
+  const std::string text =
+      "distsampler-state v5 sampler=stream dataset_size=4 seed=9 shuffle=true tail=pad engine=feistel/2 "
+      "layout=0x0123456789abcdef epoch=2 consumed=0 extra=1,0,18446744073709551615 checksum=0xf65b0ae77b7dac17";
+  CHECK(s.to_text() == text);
+  const auto b = s.to_bytes();
+  REQUIRE(b.size() == 133);
+  CHECK(b[4] == 5);
+  CHECK(b[80] == 3);  // word count
+  CHECK(distsampler::detail::get_u64_le(b.data() + b.size() - 16) == UINT64_MAX);
+  for (const SamplerState& t : {SamplerState::from_text(text), SamplerState::from_bytes(b)}) {
+    CHECK(t == s);
+    CHECK(t.version == 5);
+    CHECK_NOTHROW(t.validate(stream_key));
+  }
+  SamplerState other = s;
+  other.extra[1] = 7;
+  CHECK(other != s);
+  require_text_bit_flips_detected(text);
+  require_bit_flips_detected(b);
+  require_truncations_rejected(s);
+  // A sampler without family words refuses them; a state without a key cannot hold them.
+  StateKey no_words = stream_key;
+  no_words.accepts_extra = false;
+  CHECK_THROWS_WITH(s.validate(no_words),
+                    "SamplerState: the state has 3 family words (expected none: this sampler's states hold only "
+                    "consumed positions)");
+  SamplerState keyless;
+  keyless.extra = {1};
+  CHECK_THROWS_WITH(keyless.to_text(), "SamplerState::to_text: the state has 1 family words but no key (expected "
+                                       "set_key first: only version 5 holds them)");
+  auto none = b;
+  distsampler::detail::put_u64_le(none.data() + 80, 0);
+  CHECK_THROWS_WITH(SamplerState::from_bytes(none),
+                    "SamplerState::from_bytes: version 5 with 0 family words (expected at least 1; without them the "
+                    "state is version 3 or 4)");
+  CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v5 sampler=stream dataset_size=4 seed=9 shuffle=true "
+                                            "tail=pad engine=feistel/2 layout=0x0123456789abcdef epoch=2 consumed=0 "
+                                            "checksum=0xf65b0ae77b7dac17"),
+                    "SamplerState::from_text: expected key \" extra=\" at offset 141");
+  // With strided entries too: both sections, in their order.
+  SamplerState both = keyed_strided_state();
+  both.extra = {5};
+  CHECK(SamplerState::from_text(both.to_text()) == both);
+  CHECK(SamplerState::from_bytes(both.to_bytes()) == both);
+  CHECK(both.to_text().find(" strided=650-654/20x3,656-658/20x2,702-704/30x2,766-776/100x2 extra=5 checksum=") !=
+        std::string::npos);
 }
 
 TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes are refused",

@@ -65,12 +65,15 @@ struct StreamsJob {
   std::vector<std::uint64_t> hints;
   std::map<std::uint64_t, std::multiset<std::uint64_t>> emitted;  // pass -> global indices
   std::optional<ds::StreamJobState> state;
-  std::uint64_t max_drift = 0, max_state_bytes = 0, max_open = 0;
+  std::uint64_t max_drift = 0, max_state_bytes = 0, max_open = 0, max_runs = 0;
   std::uint64_t min_pass = 0;  // of the last segment's consumers at its end
 
-  // Runs `steps` steps on world x workers, then saves the state (through its text form).
-  void segment(std::uint64_t world, std::uint64_t workers, std::uint64_t steps) {
-    auto plan = std::make_shared<ds::StreamPlan>(data->sizes.size(), hints, seed, world * workers);
+  // Runs `steps` steps on world x workers dealing with `share` (StreamOptions::share), then
+  // saves the state (through its text form, and its byte form when `bytes`).
+  void segment(std::uint64_t world, std::uint64_t workers, std::uint64_t steps, std::uint64_t share = 1,
+               bool bytes = false) {
+    auto plan = std::make_shared<ds::StreamPlan>(data->sizes.size(), hints, world * workers,
+                                                 ds::StreamOptions{seed, share});
     std::vector<ds::StreamProgress> start(plan->consumers());
     if (state) start = ds::resume_stream(*plan, *state);
     std::vector<ds::StreamCursor> cursors;
@@ -101,7 +104,8 @@ struct StreamsJob {
     const std::string text = s.to_text();
     max_state_bytes = std::max<std::uint64_t>(max_state_bytes, text.size());
     max_open = std::max<std::uint64_t>(max_open, s.open.size());
-    state = ds::StreamJobState::from_text(text);
+    for (const ds::StreamOpenPass& o : s.open) max_runs = std::max<std::uint64_t>(max_runs, o.runs.size());
+    state = bytes ? ds::StreamJobState::from_bytes(s.to_bytes()) : ds::StreamJobState::from_text(text);
     REQUIRE(state->to_text() == text);
   }
 
@@ -130,15 +134,21 @@ TEST_CASE("stream consumers emit B kept samples per micro-batch, each kept sampl
     job.seed = rng() % 5;
     if (rng() % 2 == 0) job.hints = data.sizes;
     const std::uint64_t kept = data.kept_set().size();
+    // Share 1, a share of 2 when there are 2 consumers or more, or every consumer.
+    const std::uint64_t share = round % 3 == 0 ? 1 : round % 3 == 1 && world * workers >= 2 ? 2 : 0;
     // Enough steps for every consumer to finish a few passes.
     const std::uint64_t steps = (4 * kept) / (job.micro_batch * world) + 4 * workers;
     INFO("round " << round << " shards " << shards << " world " << world << " workers " << workers << " B "
-                  << job.micro_batch << " kept " << kept);
-    job.segment(world, workers, steps);
+                  << job.micro_batch << " kept " << kept << " share " << share);
+    job.segment(world, workers, steps, share, round % 2 == 0);
     job.check_passes();
     CHECK(job.min_pass >= 1);
     CHECK(job.max_open <= job.max_drift + 1);
-    CHECK(job.max_state_bytes <= 160 + 24 * (world * workers) + 24 * (job.max_open * shards * (world * workers)));
+    // The text: a header of at most 200 bytes, the carries and each open pass's runs, at most
+    // 5 words of 20 digits each (a share among every consumer: a run per consumer).
+    const std::uint64_t runs = share == 0 ? world * workers : shards * (world * workers);
+    CHECK(job.max_runs <= runs);
+    CHECK(job.max_state_bytes <= 200 + 105 * (world * workers) + job.max_open * (42 + 105 * runs));
   }
 }
 
@@ -158,10 +168,12 @@ TEST_CASE("stream states resume on other worlds and worker counts without a repe
     for (int seg = 0; seg < 4; ++seg) {
       const std::uint64_t world = 1 + rng() % 4, workers = 1 + rng() % 3;
       const std::uint64_t steps = 1 + rng() % (1 + kept / (job.micro_batch * world));
-      job.segment(world, workers, steps);
+      // Resumes change the share too: the open runs are dealt as they were cut.
+      const std::uint64_t share = rng() % 3 == 0 ? 1 : rng() % 2 == 0 ? 0 : 1 + rng() % (world * workers);
+      job.segment(world, workers, steps, share, seg % 2 == 1);
       total += steps;
     }
-    job.segment(1 + rng() % 2, 1 + rng() % 2, 3 * kept / job.micro_batch + 8);
+    job.segment(1 + rng() % 2, 1 + rng() % 2, 3 * kept / job.micro_batch + 8, rng() % 2);
     job.check_passes();
     CHECK(job.min_pass >= 1);
   }
@@ -195,6 +207,101 @@ TEST_CASE("stream consumers drift apart by at most one pass over many passes", "
       CHECK(job.max_open <= job.max_drift + 1);
     }
   }
+}
+
+TEST_CASE("a share among every consumer keeps consumers within one pass without byte hints", "[streams][share]") {
+  // Random shard counts (fewer and more than consumers), sizes with empty shards, keep rates
+  // and micro-batches; no hints; 20 passes or more. The drift a share of 1 reaches on the
+  // same data is recorded to show what the share changes.
+  ds::detail::SplitMix64 rng(4242);
+  std::uint64_t worst_unshared = 0;
+  for (int round = 0; round < 14; ++round) {
+    const std::uint64_t shards = 1 + rng() % 64, consumers = 2 + rng() % 11;
+    static const std::uint64_t keeps[] = {100, 60, 30};
+    StreamsWorld data;
+    std::uint64_t at = 0;
+    for (std::uint64_t k = 0; k < shards; ++k) {
+      const std::uint64_t r = rng();
+      data.sizes.push_back(r % 10 == 0 ? 0 : 20 * consumers + r % 400);
+      data.offsets.push_back(at);
+      at += data.sizes.back();
+    }
+    const std::uint64_t keep = keeps[rng() % 3];
+    if (keep < 100) data.keep_below = UINT64_MAX / 100 * keep;
+    const std::uint64_t kept = data.kept_set().size();
+    if (kept == 0) continue;
+    const std::uint64_t micro_batch = 1 + rng() % 8;
+    const std::uint64_t steps = 20 * kept / (micro_batch * consumers) + 1;
+    INFO("round " << round << " shards " << shards << " consumers " << consumers << " keep " << keep << " B "
+                  << micro_batch << " kept " << kept);
+    StreamsJob shared, unshared;
+    for (StreamsJob* job : {&shared, &unshared}) {
+      job->data = &data;
+      job->micro_batch = micro_batch;
+      job->seed = static_cast<std::uint64_t>(round);
+    }
+    shared.segment(consumers, 1, steps, ds::StreamOptions::share_all);
+    unshared.segment(consumers, 1, steps, 1);
+    shared.check_passes();
+    CHECK(shared.min_pass >= 19);
+    CHECK(shared.max_drift <= 1);
+    CHECK(shared.max_open <= 2);
+    CHECK(shared.max_runs <= consumers);
+    worst_unshared = std::max(worst_unshared, unshared.max_drift);
+  }
+  CHECK(worst_unshared >= 3);  // without the share the same data drifts by several passes
+  // Shaped like bench/streams_peers.py's widest case (its own sizes): 64 shards of 50..400
+  // records (one in ten empty) for 32 consumers, 60% kept, B = 4, 20 passes; share 1 drifts by
+  // 11 passes there, share all by 2 on the bench's data (the filter's noise; docs/STREAMS.md).
+  StreamsWorld data;
+  std::uint64_t at = 0;
+  for (std::uint64_t k = 0; k < 64; ++k) {
+    const std::uint64_t r = rng();
+    data.sizes.push_back(r % 10 == 0 ? 0 : 50 + r % 351);
+    data.offsets.push_back(at);
+    at += data.sizes.back();
+  }
+  data.keep_below = UINT64_MAX / 100 * 60;
+  StreamsJob wide;
+  wide.data = &data;
+  wide.micro_batch = 4;
+  wide.segment(32, 1, 20 * data.kept_set().size() / (4 * 32), ds::StreamOptions::share_all);
+  wide.check_passes();
+  CHECK(wide.min_pass >= 19);
+  CHECK(wide.max_drift <= 1);
+}
+
+TEST_CASE("a share cuts every shard by stride, rotating the parts with the pass and the shard", "[streams][share]") {
+  // Consumer c: part (c + pass + i) mod consumers of the shard at position i, in pass order.
+  ds::StreamPlan all(5, {}, 4, ds::StreamOptions{7, ds::StreamOptions::share_all});
+  CHECK(all.parts() == 4);
+  CHECK(all.share() == 4);
+  for (std::uint64_t pass = 0; pass < 6; ++pass) {
+    const ds::FeistelPermutation order(5, 7, pass);
+    for (std::uint64_t c = 0; c < 4; ++c) {
+      const auto& share = all.share(pass, c);
+      REQUIRE(share.size() == 5);
+      for (std::uint64_t i = 0; i < 5; ++i) CHECK(share[i] == ds::StreamPiece{order(i), (c + pass + i) % 4, 4, 0});
+    }
+  }
+  // A share of 2 among 4 consumers over 6 shards: 12 pieces of half a shard, 3 each.
+  ds::StreamPlan two(6, {}, 4, ds::StreamOptions{7, 2});
+  CHECK(two.parts() == 2);
+  std::set<std::pair<std::uint64_t, std::uint64_t>> pieces;
+  for (std::uint64_t c = 0; c < 4; ++c) {
+    CHECK(two.share(0, c).size() == 3);
+    for (const auto& p : two.share(0, c)) CHECK(pieces.insert({p.shard, p.part}).second);
+  }
+  CHECK(pieces.size() == 12);
+  // Fewer shards than consumers still cut finer than the share when it must.
+  CHECK(ds::StreamPlan(2, {}, 8, ds::StreamOptions{0, 2}).parts() == 4);
+  CHECK(ds::StreamPlan(2, {}, 8, ds::StreamOptions{0, 1}).share() == 1);
+  CHECK_THROWS_WITH(ds::StreamPlan(3, {}, 4, ds::StreamOptions{0, 5}),
+                    "StreamPlan: share 5 is above consumers 4 (expected 1..4, or share_all)");
+  CHECK_THROWS_WITH(ds::StreamSampler(3, {}, ds::World(0, 2), 1, ds::StreamOptions{0, 3}),
+                    "StreamPlan: share 3 is above consumers 2 (expected 1..2, or share_all)");
+  const ds::StreamSampler sampler(3, {}, ds::World(1, 2), 2, ds::StreamOptions{0, ds::StreamOptions::share_all});
+  CHECK(sampler.share() == 4);
 }
 
 TEST_CASE("stream cursors never sit idle with fewer shards than consumers", "[streams]") {
@@ -232,7 +339,8 @@ TEST_CASE("an empty dataset or a filter that keeps nothing is an error after one
   CHECK(cur.progress().pass == 0);  // strong guarantee
 }
 
-TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[streams]") {
+TEST_CASE("stream job states are SamplerStates of family stream and refuse as SamplerState does",
+          "[streams][state]") {
   auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 2);
   StreamsWorld data;
   data.sizes = {3, 4, 5, 6};
@@ -240,13 +348,37 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
   ds::StreamCursor a(plan, 0), b(plan, 1);
   auto read = [&](const ds::StreamRead& r) { return data.read(r); };
   (void)a.next(5, read);
-  const std::string text = ds::assemble_stream_state(*plan, {a.progress(), b.progress()}).to_text();
-  CHECK(text.rfind("distsampler-stream v1 seed=9 shards=4 layout=0x", 0) == 0);
-  std::string edited = text;
-  edited[edited.find("seed=9") + 5] = '8';
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(edited), Catch::Contains("checksum mismatch"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text("distsampler-stream v1 seed=1"),
-                    Catch::Contains("no checksum= field"));
+  const ds::StreamJobState made = ds::assemble_stream_state(*plan, {a.progress(), b.progress()}, 3);
+  const std::string text = made.to_text();
+  CHECK(text.rfind("distsampler-state v5 sampler=stream dataset_size=4 seed=9 shuffle=true tail=pad "
+                   "engine=feistel/2 layout=0x",
+                   0) == 0);
+  // epoch = next_pass, then the words: share, step, open passes, carries.
+  CHECK(text.find(" epoch=1 consumed=0 extra=1,3,1,0,") != std::string::npos);
+  CHECK(ds::StreamJobState::from_bytes(made.to_bytes()) == made);
+  CHECK(ds::SamplerState::from_text(text).to_bytes() == made.to_bytes());
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string e = text;
+    e.replace(e.find(from), from.size(), to);
+    return e;
+  };
+  CHECK_THROWS_WITH(ds::StreamJobState::from_text(edited("seed=9", "seed=8")),
+                    Catch::StartsWith("SamplerState::from_text: checksum mismatch (stored 0x") &&
+                        Catch::EndsWith("; the state is corrupted or was edited)"));
+  CHECK_THROWS_WITH(ds::StreamJobState::from_text(edited("v5", "v6")),
+                    "SamplerState::from_text: unsupported version 6 (expected 1 to 5)");
+  std::vector<std::uint8_t> bytes = made.to_bytes();
+  bytes[20] ^= 1;
+  CHECK_THROWS_WITH(ds::StreamJobState::from_bytes(bytes),
+                    Catch::StartsWith("SamplerState::from_bytes: checksum mismatch (stored 0x"));
+  // A state of another family, and a stream state offered to another family's sampler.
+  ds::DistributedBatchSampler batch(100, ds::World(0, 2), ds::BatchSamplerOptions{}.with_micro_batch_size(2));
+  const std::string batch_text = batch.state(0).to_text();
+  CHECK_THROWS_WITH(ds::StreamJobState::from_text(batch_text),
+                    Catch::StartsWith("StreamJobState: sampler family differs (state batch, sampler stream)"));
+  CHECK_THROWS_WITH(ds::SamplerState::from_text(text).validate(batch.key()),
+                    Catch::StartsWith("SamplerState: sampler family differs (state stream, sampler batch)"));
+  // Another dataset.
   const ds::StreamJobState s = ds::StreamJobState::from_text(text);
   ds::StreamPlan other(4, {}, 10, 3), hinted(4, {1, 2, 3, 4}, 9, 3), fewer(3, {}, 9, 3);
   CHECK_THROWS_WITH(s.validate(other), "StreamJobState: seed differs (state 9, sampler 10)");
@@ -255,31 +387,55 @@ TEST_CASE("stream job states refuse edits, other datasets and bad contents", "[s
   CHECK_THROWS_AS(ds::resume_stream(other, s), ds::state_error);
   CHECK_THROWS_WITH(ds::assemble_stream_state(*plan, {a.progress()}),
                     "assemble_stream_state: 1 progress entries for 2 consumers (expected one per consumer)");
-  // Contents a checksum cannot vouch for: a hand-made state with a valid checksum.
-  auto sealed = [](const std::string& body) {
-    ds::StreamJobState fake;
-    (void)fake;
-    const std::uint64_t sum =
-        ds::detail::mix64(ds::detail::fnv1a64(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
-    return body + " checksum=" + ds::detail::hex64(sum);
+  // Words a checksum cannot vouch for: hand-made states, sealed by the SamplerState writer.
+  auto words = [](std::vector<std::uint64_t> w, std::uint64_t next_pass = 2, std::uint64_t consumed = 0) {
+    ds::SamplerState st;
+    st.set_key(ds::StreamJobState::key(4, 9, 0));
+    st.epoch = next_pass;
+    st.consumed = consumed;
+    st.extra = std::move(w);
+    return ds::StreamJobState::from_text(st.to_text());
   };
-  const std::string head = "distsampler-stream v1 seed=9 shards=4 layout=0x0000000000000000 next_pass=2 step=0 open=";
-  CHECK_NOTHROW(ds::StreamJobState::from_text(sealed(head + "1:3.0/1@4+0.1/2@0+0.0/2@1 carries=-")));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "2:3.0/1@4 carries=-")),
-                    Catch::Contains("open pass 2 is not below next_pass 2"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "1:4.0/1@0 carries=-")),
-                    Catch::Contains("shard 4 is not below shards 4"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "1:3.0/1@0+3.0/2@0 carries=-")),
-                    Catch::Contains("shard 3 has overlapping pieces"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "1:3.2/2@0 carries=-")),
-                    Catch::Contains("part 2/2 (expected part < parts)"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "1:1.0/1@0,0:2.0/1@0 carries=-")),
-                    Catch::Contains("open pass 0 is out of order"));
-  CHECK_THROWS_WITH(ds::StreamJobState::from_text(sealed(head + "- carries=0:1:2:5/5")),
-                    Catch::Contains("carry 0:1:2 (expected done < total"));
-  CHECK_THROWS_WITH(
-      ds::StreamJobState::from_text(sealed(head + "- carries=x")),
-      "StreamJobState::from_text: carry pass \"x\" is not a decimal integer (expected only digits 0-9) at offset 98");
+  // share, step, opens, [pass, runs, [position count part parts offset]...]..., carries, [...]
+  // Two runs over shard positions 1..2 in 2 parts: one diagonal each (parts 1, 0 and 0, 1).
+  const ds::StreamJobState ok = words({0, 0, 1, 1, 3, 0, 1, 0, 1, 4, 1, 2, 1, 2, 0, 1, 3, 0, 2, 0, 0});
+  REQUIRE(ok.open.size() == 1);
+  CHECK(ok.open[0].runs == std::vector<ds::StreamRun>{{0, 1, 0, 1, 4}, {1, 2, 1, 2, 0}, {1, 3, 0, 2, 0}});
+  CHECK(ok.share == 0);
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 1, 0, 1}),
+                    "StreamJobState: the family words end after 7 (expected a run part at word 7)");
+  CHECK_THROWS_WITH(words({0, 0, 0, 0, 9}),
+                    "StreamJobState: 1 family words after the carries (expected exactly 4)");
+  CHECK_THROWS_WITH(words({0, 0, 0, 0}, 2, 1),
+                    "StreamJobState: consumed 1 (expected 0: a stream state counts no positions)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 2, 1, 0, 1, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 2 is not below next_pass 2");
+  CHECK_THROWS_WITH(words({0, 0, 2, 1, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 0 is out of order (expected increasing passes)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 0, 0}),
+                    "StreamJobState: open pass 1 has no runs (expected a fully read pass to be left out)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 1, 3, 2, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 1: run 0 (3+2 part 0/1) is not within shards 4 (expected 1 or more "
+                    "positions below it)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 1, 0, 1, 2, 2, 0, 0}),
+                    "StreamJobState: open pass 1: run 0 (0+1 part 2/2) has part >= parts (expected part < parts)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 2, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 1: run 1 (0+1 part 0/1) is out of order (expected runs sorted by "
+                    "parts, part - position mod parts, and position)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 2, 0, 1, 0, 1, 1, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 1: run 1 (1+1 part 0/1) overlaps the run before it");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 1, 0, 1, 5, 1, 1, 0, 1, 0, 0}),
+                    "StreamJobState: open pass 1: run 1 (1+1 part 0/1) continues the run before it (expected the "
+                    "two as one run)");
+  // The next shard in the next part continues a run of 2 parts (diagonal 0).
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 1, 0, 2, 5, 1, 1, 1, 2, 0, 0}),
+                    "StreamJobState: open pass 1: run 1 (1+1 part 1/2) continues the run before it (expected the "
+                    "two as one run)");
+  CHECK_THROWS_WITH(words({0, 0, 1, 1, 2, 0, 2, 0, 1, 0, 1, 1, 0, 2, 0, 0}),
+                    "StreamJobState: open pass 1: shard position 1 is cut into both 1 and 2 parts (expected one "
+                    "cut)");
+  CHECK_THROWS_WITH(words({0, 0, 0, 1, 0, 1, 2, 5, 5}),
+                    "StreamJobState: carry 0:1:2 (expected done < total, shard below shards, pass below next_pass)");
 }
 
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {
@@ -392,7 +548,7 @@ TEST_CASE("StreamSampler gives each rank its workers' cursors and a key naming t
     return 1;
   };
   ds::StreamSampler r0(3, {}, 1, ds::World(0, 2), 2), r1(3, {}, 1, ds::World(1, 2), 2);
-  CHECK(r0.key().sampler == "streams");
+  CHECK(r0.key().sampler == "stream");
   CHECK(r0.key().fingerprint() == r1.key().fingerprint());
   // 3 shards, 4 consumers: each shard in 2 parts of 2 records; 6 pieces dealt 2, 2, 1, 1.
   std::set<std::pair<std::uint64_t, std::uint64_t>> pass0;

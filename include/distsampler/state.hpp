@@ -52,6 +52,8 @@ struct StateKey {
   /// engine version) describe although engine_version is above 1: the engine's newer
   /// format left this dataset size's order unchanged. Set by the sampler from the engine.
   bool legacy_order = false;
+  /// Whether the sampler resumes a state with family words (SamplerState::extra).
+  bool accepts_extra = false;
 
   /// The engine the order uses: `engine` when shuffled, else "identity".
   [[nodiscard]] constexpr std::string_view order_engine() const noexcept { return shuffle ? engine : "identity"; }
@@ -144,7 +146,11 @@ struct PositionSet {
 /// inside an ahead range (a resumed segment's fronts cover earlier segments' holes as one
 /// range); positions are counted once.
 ///
-/// The text and byte forms of versions 1 to 4 (which version is written when, every field,
+/// `extra` holds a family's own words beyond the consumed set (the streams family's open
+/// passes); state.hpp does not read them, the checksum covers them, and only a keyed state
+/// holds them (version 5).
+///
+/// The text and byte forms of versions 1 to 5 (which version is written when, every field,
 /// the checksum) are specified in docs/STATE.md.
 ///
 /// Loading throws state_error (never reads out of bounds, never aborts) for truncated,
@@ -152,7 +158,7 @@ struct PositionSet {
 /// non-canonical ahead ranges or strided entries. Deterministic and platform independent.
 struct SamplerState {
   /// The newest format version this library reads and writes.
-  static constexpr std::uint32_t current_version = 4;
+  static constexpr std::uint32_t current_version = 5;
   /// Length of the version-1 byte form.
   static constexpr std::size_t byte_size = detail::legacy_state_bytes;
   /// Longest sampler or engine name a version-3 state records.
@@ -168,6 +174,7 @@ struct SamplerState {
   std::uint64_t fingerprint = 0;      ///< the saving sampler's key: fingerprint() (keyed) or legacy_fingerprint()
   std::vector<PositionRange> ahead;   ///< consumed ranges beyond the prefix (canonical; see above)
   std::vector<StridedRange> strided;  ///< consumed progressions beyond the prefix (canonical; see above)
+  std::vector<std::uint64_t> extra;   ///< the family's own words (see above); empty for most families
   // The saving sampler's key (StateKey's fields); `sampler` is empty in a state without a key.
   std::string sampler;
   bool shuffle = true;
@@ -187,20 +194,20 @@ struct SamplerState {
   /// * log ranges + pairs of an entry and a range its span meets).
   [[nodiscard]] std::uint64_t consumed_total() const noexcept;
 
-  /// The version the writers produce: 4 with strided entries, else 3 with a key, else 1
-  /// without ahead ranges, else 2.
+  /// The version the writers produce: 5 with family words, else 4 with strided entries,
+  /// else 3 with a key, else 1 without ahead ranges, else 2.
   [[nodiscard]] std::uint32_t written_version() const noexcept {
-    return !strided.empty() ? 4u : has_key() ? 3u : ahead.empty() ? 1u : 2u;
+    return !extra.empty() ? 5u : !strided.empty() ? 4u : has_key() ? 3u : ahead.empty() ? 1u : 2u;
   }
 
   /// The one-line text form (no trailing newline). O(ranges + strided entries + names).
-  /// Throws state_error for strided entries without a key.
+  /// Throws state_error for strided entries or family words without a key.
   [[nodiscard]] std::string to_text() const;
   /// Parses the text form. Throws state_error naming the first problem found.
   [[nodiscard]] static SamplerState from_text(std::string_view text);
 
-  /// The byte form (see above). O(ranges + strided entries + names). Throws state_error
-  /// for strided entries without a key.
+  /// The byte form (see above). O(ranges + strided entries + words + names). Throws
+  /// state_error for strided entries or family words without a key.
   [[nodiscard]] std::vector<std::uint8_t> to_bytes() const;
   /// Parses the byte form from `size` bytes at `data` (nullptr is fine when size is 0).
   /// Throws state_error naming the first problem found.
@@ -215,7 +222,8 @@ struct SamplerState {
   /// expected.layout_name). A version 1 or 2 state: dataset_size and seed, then the legacy
   /// fingerprint (naming shuffle or tail when changing that one field explains it), and the
   /// engine version must be 1 (what wrote those states). Then consumed <= dataset_size,
-  /// canonical ahead ranges and strided entries, and none unless expected.accepts_ahead.
+  /// canonical ahead ranges and strided entries, and none unless expected.accepts_ahead;
+  /// family words only when expected.accepts_extra.
   /// O(ranges + strided entries * log strided entries + names).
   void validate(const StateKey& expected, std::string_view who = "SamplerState") const;
 
@@ -225,7 +233,7 @@ struct SamplerState {
     return a.dataset_size == b.dataset_size && a.seed == b.seed && a.epoch == b.epoch && a.consumed == b.consumed &&
            a.fingerprint == b.fingerprint && a.ahead == b.ahead && a.strided == b.strided && a.sampler == b.sampler &&
            a.shuffle == b.shuffle && a.tail == b.tail && a.engine == b.engine && a.engine_version == b.engine_version &&
-           a.layout == b.layout;
+           a.layout == b.layout && a.extra == b.extra;
   }
   friend bool operator!=(const SamplerState& a, const SamplerState& b) noexcept { return !(a == b); }
 

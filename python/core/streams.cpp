@@ -39,8 +39,9 @@ ds::StreamProgress progress_of(const py::handle& t) {
 std::shared_ptr<ds::StreamPlan> make_plan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes,
                                           std::uint64_t seed, std::uint64_t consumers,
                                           const std::optional<std::string>& state,
-                                          std::vector<ds::StreamProgress>* start) {
-  auto plan = std::make_shared<ds::StreamPlan>(shards, std::move(byte_sizes), seed, consumers);
+                                          std::vector<ds::StreamProgress>* start, std::uint64_t share) {
+  auto plan =
+      std::make_shared<ds::StreamPlan>(shards, std::move(byte_sizes), consumers, ds::StreamOptions{seed, share});
   std::vector<ds::StreamProgress> s(static_cast<std::size_t>(consumers));
   if (state) s = ds::resume_stream(*plan, ds::StreamJobState::from_text(*state));
   if (start != nullptr) *start = std::move(s);
@@ -52,9 +53,9 @@ class StreamCursor {  // ds::StreamCursor with the plan it reads
  public:
   StreamCursor(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers,
                std::uint64_t consumer, const std::optional<std::string>& state,
-               const std::optional<py::tuple>& progress) {
+               const std::optional<py::tuple>& progress, std::uint64_t share) {
     std::vector<ds::StreamProgress> start;
-    auto plan = make_plan(shards, std::move(byte_sizes), seed, consumers, state, &start);
+    auto plan = make_plan(shards, std::move(byte_sizes), seed, consumers, state, &start, share);
     if (consumer >= consumers)
       ds::detail::throw_out_of_range("StreamCursor", "consumer", consumer, "consumers", consumers);
     cursor_.emplace(plan, consumer, progress ? progress_of(*progress) : start[static_cast<std::size_t>(consumer)]);
@@ -91,34 +92,55 @@ class StreamCursor {  // ds::StreamCursor with the plan it reads
 void register_streams(py::module_& m) {
   py::class_<StreamCursor>(m, "StreamCursor")
       .def(py::init<std::uint64_t, std::vector<std::uint64_t>, std::uint64_t, std::uint64_t, std::uint64_t,
-                    std::optional<std::string>, std::optional<py::tuple>>(),
+                    std::optional<std::string>, std::optional<py::tuple>, std::uint64_t>(),
            py::arg("shards"), py::arg("byte_sizes"), py::arg("seed"), py::arg("consumers"), py::arg("consumer"),
-           py::arg("state") = py::none(), py::arg("progress") = py::none())
+           py::arg("state") = py::none(), py::arg("progress") = py::none(), py::arg("share") = 1)
       .def("next", &StreamCursor::next, py::arg("capacity"), py::arg("read"))
       .def("progress", &StreamCursor::progress)
       .def("stats", &StreamCursor::stats);
   m.def(
       "assemble_stream_state",
       [](std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers,
-         const std::optional<std::string>& state, const py::list& progress, std::uint64_t step) {
-        auto plan = make_plan(shards, std::move(byte_sizes), seed, consumers, state, nullptr);
+         const std::optional<std::string>& state, const py::list& progress, std::uint64_t step, std::uint64_t share) {
+        auto plan = make_plan(shards, std::move(byte_sizes), seed, consumers, state, nullptr, share);
         std::vector<ds::StreamProgress> all;
         for (const py::handle p : progress) all.push_back(progress_of(p));
         return ds::assemble_stream_state(*plan, all, step).to_text();
       },
       py::arg("shards"), py::arg("byte_sizes"), py::arg("seed"), py::arg("consumers"), py::arg("state"),
-      py::arg("progress"), py::arg("step"));
+      py::arg("progress"), py::arg("step"), py::arg("share") = 1);
   m.def(
       "resume_stream",
       [](std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers,
-         const std::optional<std::string>& state) {
+         const std::optional<std::string>& state, std::uint64_t share) {
         std::vector<ds::StreamProgress> start;
-        (void)make_plan(shards, std::move(byte_sizes), seed, consumers, state, &start);
+        (void)make_plan(shards, std::move(byte_sizes), seed, consumers, state, &start, share);
         py::list out;
         for (const ds::StreamProgress& p : start) out.append(progress_tuple(p));
         return out;
       },
-      py::arg("shards"), py::arg("byte_sizes"), py::arg("seed"), py::arg("consumers"), py::arg("state"));
+      py::arg("shards"), py::arg("byte_sizes"), py::arg("seed"), py::arg("consumers"), py::arg("state"),
+      py::arg("share") = 1);
+  py::class_<ds::StreamJobState>(m, "StreamJobState")
+      .def_static(
+          "from_text", [](const std::string& text) { return ds::StreamJobState::from_text(text); }, py::arg("text"))
+      .def("to_text", &ds::StreamJobState::to_text)
+      .def_readonly("seed", &ds::StreamJobState::seed)
+      .def_readonly("shards", &ds::StreamJobState::shards)
+      .def_readonly("share", &ds::StreamJobState::share)
+      .def_readonly("next_pass", &ds::StreamJobState::next_pass)
+      .def_readonly("step", &ds::StreamJobState::step)
+      .def_property_readonly("open_passes",
+                             [](const ds::StreamJobState& s) {
+                               std::vector<std::uint64_t> out;
+                               for (const ds::StreamOpenPass& o : s.open) out.push_back(o.pass);
+                               return out;
+                             })
+      .def_property_readonly("carries", [](const ds::StreamJobState& s) {
+        py::list out;
+        for (const ds::StreamCarry& c : s.carries) out.append(py::make_tuple(c.pass, c.shard, c.record, c.done, c.total));
+        return out;
+      });
 }
 
 }  // namespace distsampler_python

@@ -1,26 +1,28 @@
-// distsampler fuzz target: arbitrary stream job state bodies, sealed with their checksum, through StreamJobState::from_text.
+// distsampler fuzz target: arbitrary family words of a stream job state (a SamplerState of family stream) through from_state.
 // SPDX-License-Identifier: MIT
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
+#include <vector>
 
 #include <distsampler/streams/progress.hpp>
 
-// The input is a state's text before " checksum=": sealed with the right checksum, so the fuzzer reaches the
-// parser and the content checks instead of stopping at the checksum. Only state_error may escape; what parses
-// writes back to the same text.
+// The input's first 8 bytes are next_pass, the rest the family words (8 bytes each, little-endian), in a state
+// whose key and checksum are right, so the fuzzer reaches the word reader and the content checks instead of
+// stopping at the checksum. Only state_error may escape; what parses writes back the same words, and its text
+// and byte forms read back equal.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace ds = distsampler;
-  const std::string body(reinterpret_cast<const char*>(data), size);
-  const std::string text = body + " checksum=" + ds::detail::hex64(ds::detail::mix64(ds::detail::fnv1a64(data, size)));
+  if (size < 8) return 0;
+  ds::SamplerState state;
+  state.set_key(ds::StreamJobState::key(1 + data[0] % 16, 3, 0));
+  state.epoch = ds::detail::get_u64_le(data) >> 8;
+  for (std::size_t at = 8; at + 8 <= size; at += 8) state.extra.push_back(ds::detail::get_u64_le(data + at));
   try {
-    const ds::StreamJobState s = ds::StreamJobState::from_text(text);
-    if (s.to_text() != text) std::abort();
-  } catch (const ds::state_error&) {
-  }
-  try {
-    (void)ds::StreamJobState::from_text(body);
+    const ds::StreamJobState s = ds::StreamJobState::from_state(state);
+    if (s.to_state() != state) std::abort();
+    if (!(ds::StreamJobState::from_text(s.to_text()) == s) || !(ds::StreamJobState::from_bytes(s.to_bytes()) == s))
+      std::abort();
   } catch (const ds::state_error&) {
   }
   return 0;

@@ -166,7 +166,7 @@ def test_guard_imports_no_family():
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
-                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor"]
+                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",

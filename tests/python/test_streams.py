@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import distsampler
+from distsampler import _core
 from distsampler.torch import DataLoader, StreamDataset, StreamPacker
 
 SIZES = [7, 0, 12, 3, 9]  # records per shard; one empty file
@@ -42,8 +43,8 @@ def run(loader, steps, seen):
 
 def first_open_pass(text):
     """The first pass a job state leaves unread (every pass before it is complete)."""
-    opened = text.split(" open=")[1].split(" ")[0]
-    return int(text.split("next_pass=")[1].split(" ")[0]) if opened == "-" else int(opened.split(":")[0])
+    state = _core.StreamJobState.from_text(text)
+    return state.open_passes[0] if state.open_passes else state.next_pass
 
 
 def check_passes(seen, below):
@@ -65,8 +66,8 @@ def test_persistent_workers_continue_exactly_and_resume_on_another_world(shards)
         run(loader, 4, seen)
     parts = [loader.state_dict()["state"] for loader in loaders]
     text = loaders[0].dataset.job_state(parts)
-    assert text.startswith("distsampler-stream v1 seed=5 shards=5 ")
-    assert " step=7 " in text
+    assert text.startswith("distsampler-state v5 sampler=stream dataset_size=5 seed=5 ")
+    assert _core.StreamJobState.from_text(text).step == 7
     # Resume on 3 ranks x 1 worker, then on 1 rank x 3 workers: nothing read twice within a pass.
     for world, workers in ((3, 1), (1, 3)):
         loaders = []
@@ -119,7 +120,7 @@ def test_the_packer_fills_sequences_and_carries_a_document_across_a_resume(shard
             runs[-1][1] += 1
         last = t
     assert last is not None
-    assert " carries=-" not in text  # the state was cut inside a document, which the resume continued
+    assert _core.StreamJobState.from_text(text).carries  # the state was cut inside a document, which the resume continued
     # Pass 0 (the first 21 documents with tokens, all of which precede pass 1's) holds each document once, whole.
     assert sorted(d for d, _ in runs[:sum(SIZES)]) == list(range(sum(SIZES)))
     for d, n in runs[:sum(SIZES)]:
@@ -146,6 +147,53 @@ def test_refusals_name_the_argument(shards):
         other.load_state_dict(text)
     with pytest.raises(distsampler.StateError, match="checksum mismatch"):
         ds.load_state_dict(text.replace("seed=2", "seed=4"))
+    with pytest.raises(distsampler.StateError, match=r"SamplerState::from_text: unsupported version 6 \(expected 1 to 5\)"):
+        ds.load_state_dict(text.replace(" v5 ", " v6 "))
+    batch_text = distsampler.torch.DistributedSampler(list(range(10)), num_replicas=1, rank=0).state_dict()["state"]
+    with pytest.raises(distsampler.StateError, match=r"StreamJobState: sampler family differs \(state distributed, sampler stream\)"):
+        ds.load_state_dict(batch_text)
+    with pytest.raises(distsampler.ConfigError, match=r"share 0 is not a consumer count or 'all' \(expected an int >= 1"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, share=0)
+    with pytest.raises(distsampler.ConfigError, match=r"share 'some' is not a consumer count or 'all'"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, share="some")
+    with pytest.raises(distsampler.ConfigError, match=r"StreamDataset: share 3 is above the 2 consumers \(num_replicas x "
+                       r"num_workers; expected 1..2, or 'all'\)"):
+        next(iter(DataLoader(StreamDataset(shards, num_replicas=2, rank=0, micro_batch=1, share=3), batch_size=None)))
+
+
+def test_a_share_among_every_consumer_reads_each_shard_by_stride_and_resumes_on_another_share(shards):
+    seen = []
+    loaders = [DataLoader(StreamDataset(shards, num_replicas=2, rank=r, micro_batch=2, seed=5, filter=keep, share="all",
+                                        byte_sizes=None), batch_size=None, num_workers=2, persistent_workers=True)
+               for r in range(2)]
+    residues = {}  # (pass, shard) -> {consumer: record numbers mod 4}
+    for loader in loaders:
+        it = iter(loader)
+        for t in range(4):
+            batch = next(it)
+            assert len(batch) == 2
+            seen += [(item.pass_, item.record["id"]) for item in batch]
+            consumer = loader.dataset.rank * 2 + t % 2  # step t comes from worker t mod 2
+            for item in batch:
+                residues.setdefault((item.pass_, item.shard), {}).setdefault(consumer, set()).add(item.index % 4)
+    # Every shard is cut by stride among the 4 consumers: each reads one residue of it, none the same.
+    assert len(residues) >= 3
+    for by_consumer in residues.values():
+        assert all(len(r) == 1 for r in by_consumer.values())
+        assert len(set.union(*by_consumer.values())) == len(by_consumer)
+    assert any(len(by_consumer) >= 2 for by_consumer in residues.values())
+    parts = [loader.state_dict()["state"] for loader in loaders]
+    text = loaders[0].dataset.job_state(parts)
+    assert _core.StreamJobState.from_text(text).share == 0
+    # Resume on 1 rank x 3 workers with a share of 2: the open runs as they were cut, fresh passes by 2.
+    loader = DataLoader(StreamDataset(shards, num_replicas=1, rank=0, micro_batch=2, seed=5, filter=keep, share=2,
+                                      byte_sizes=None), batch_size=None, num_workers=3, persistent_workers=True)
+    loader.load_state_dict({"format": 1, "sampler": "StreamDataset", "state": text})
+    run(loader, 40, seen)
+    text = loader.dataset.job_state([loader.state_dict()["state"]])
+    below = first_open_pass(text)
+    assert below >= 2
+    check_passes(seen, below)
 
 
 def test_four_gloo_processes_killed_after_a_checkpoint_resume_on_two(shards, tmp_path):
@@ -223,3 +271,28 @@ def test_tar_and_npy_shards_are_read_without_an_index(tmp_path):
                 assert rec["cls"] == b"1" and rec["__key__"].endswith(f"sample{item.index:03d}")
             ids.setdefault(item.pass_, []).append(ident)
     assert sorted(ids[0]) == list(range(12)) and sorted(ids[1]) == list(range(12))
+
+
+def test_npy_shards_shared_by_every_consumer_are_read_by_random_access(tmp_path, monkeypatch):
+    import numpy as np
+
+    from distsampler.torch import streams
+
+    paths, at = [], 0
+    for s, n in enumerate([9, 0, 6]):
+        np.save(tmp_path / f"s{s}.npy", np.arange(at, at + n, dtype=np.int64).reshape(n, 1))
+        paths.append(str(tmp_path / f"s{s}.npy"))
+        at += n
+    scanned = []
+    real = streams._ShardReader._records
+    monkeypatch.setattr(streams._ShardReader, "_records", lambda self: scanned.append(self.path) or real(self))
+    got = {}
+    for rank in range(3):  # 3 consumers, each its residue of every shard
+        ds = StreamDataset(paths, num_replicas=3, rank=rank, micro_batch=1, seed=2, share="all")
+        it = iter(ds)
+        for _ in range(5):  # a pass is 5 records each
+            (item,) = next(it).data
+            assert int(item.record[0]) == [0, 9, 9][item.shard] + item.index
+            got.setdefault(item.pass_, []).append(int(item.record[0]))
+    assert sorted(got[0]) == list(range(15))
+    assert scanned == []  # no shard was scanned front to back

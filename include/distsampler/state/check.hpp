@@ -145,8 +145,8 @@ inline std::uint64_t SamplerState::consumed_total() const noexcept {
 
 inline void SamplerState::validate(const StateKey& expected, std::string_view who) const {
   const std::string prefix(who);
-  if (version < 1 || version > 4) {
-    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1, 2, 3 or 4)");
+  if (version < 1 || version > 5) {
+    detail::throw_state_error(prefix + ": unsupported version " + std::to_string(version) + " (expected 1 to 5)");
   }
   if (!has_key()) {
     validate_legacy(expected, prefix);
@@ -185,6 +185,10 @@ inline void SamplerState::validate(const StateKey& expected, std::string_view wh
   if (!strided.empty() && !expected.accepts_ahead) {
     detail::throw_state_error(prefix + ": the state has " + std::to_string(strided.size()) +
                               " strided entries (expected none: this sampler resumes only a consumed prefix)");
+  }
+  if (!extra.empty() && !expected.accepts_extra) {
+    detail::throw_state_error(prefix + ": the state has " + std::to_string(extra.size()) +
+                              " family words (expected none: this sampler's states hold only consumed positions)");
   }
 }
 

@@ -34,11 +34,23 @@ namespace detail {
   return strided > (SIZE_MAX - before) / 32 ? 0 : static_cast<std::size_t>(before + 32 * strided);
 }
 
-// Throws state_error, for `who`, when `s` holds strided entries but no key.
+// Bytes of the version-5 form, or 0 when that overflows.
+[[nodiscard]] constexpr std::size_t state_v5_bytes_for(std::uint64_t names, std::uint64_t count, std::uint64_t strided,
+                                                       std::uint64_t words) noexcept {
+  const std::size_t v4 = state_v4_bytes_for(names, count, strided);
+  if (v4 == 0 || words > (SIZE_MAX - v4 - 8) / 8) return 0;
+  return static_cast<std::size_t>(v4 + 8 + 8 * words);
+}
+
+// Throws state_error, for `who`, when `s` holds strided entries or family words but no key.
 inline void require_key_for_strided(const SamplerState& s, const char* who) {
   if (!s.strided.empty() && !s.has_key()) {
     throw_state_error(std::string(who) + ": the state has " + std::to_string(s.strided.size()) +
                       " strided entries but no key (expected set_key first: only version 4 holds them)");
+  }
+  if (!s.extra.empty() && !s.has_key()) {
+    throw_state_error(std::string(who) + ": the state has " + std::to_string(s.extra.size()) +
+                      " family words but no key (expected set_key first: only version 5 holds them)");
   }
 }
 
@@ -80,6 +92,10 @@ inline std::string SamplerState::to_text() const {
     out += " strided=";
     for (std::size_t i = 0; i < strided.size(); ++i) out += (i != 0 ? "," : "") + detail::strided_text(strided[i]);
   }
+  if (!extra.empty()) {
+    out += " extra=";
+    for (std::size_t i = 0; i < extra.size(); ++i) out += (i != 0 ? "," : "") + std::to_string(extra[i]);
+  }
   if (!keyed) return out + " fingerprint=" + detail::hex64(fingerprint);
   const std::vector<std::uint8_t> bytes = to_bytes();
   return out + " checksum=" + detail::hex64(detail::get_u64_le(bytes.data() + bytes.size() - 8));
@@ -91,9 +107,9 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
   in.literal("distsampler-state", "magic");
   in.literal(" v", "version prefix");
   const std::uint64_t version = in.decimal("version");
-  if (version < 1 || version > 4) {
+  if (version < 1 || version > 5) {
     detail::throw_state_error("SamplerState::from_text: unsupported version " + std::to_string(version) +
-                              " (expected 1, 2, 3 or 4)");
+                              " (expected 1 to 5)");
   }
   s.version = static_cast<std::uint32_t>(version);
   const bool keyed = version >= 3;
@@ -145,8 +161,8 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
       s.ahead.push_back(r);
     } while (in.optional(","));
   }
-  if (version == 4) {
-    in.literal(" strided=", "key");
+  if (version == 4 || (version == 5 && in.optional(" strided="))) {
+    if (version == 4) in.literal(" strided=", "key");
     do {
       StridedRange r;
       r.begin = in.decimal("strided begin", "-, ");
@@ -162,6 +178,12 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
       in.literal("x", "count separator");
       r.count = in.decimal("strided count", ", ");
       s.strided.push_back(r);
+    } while (in.optional(","));
+  }
+  if (version == 5) {
+    in.literal(" extra=", "key");
+    do {
+      s.extra.push_back(in.decimal("extra word", ", "));
     } while (in.optional(","));
   }
   std::uint64_t checksum = 0;
@@ -191,9 +213,10 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
 
 inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
   detail::require_key_for_strided(*this, "SamplerState::to_bytes");
-  const bool keyed = has_key(), v4 = !strided.empty();
+  const bool keyed = has_key(), v5 = !extra.empty(), v4 = !v5 && !strided.empty();
   const std::size_t names = sampler.size() + engine.size();
-  const std::size_t size = v4              ? detail::state_v4_bytes_for(names, ahead.size(), strided.size())
+  const std::size_t size = v5 ? detail::state_v5_bytes_for(names, ahead.size(), strided.size(), extra.size())
+                           : v4              ? detail::state_v4_bytes_for(names, ahead.size(), strided.size())
                            : keyed         ? detail::state_v3_bytes_for(names, ahead.size())
                            : ahead.empty() ? byte_size
                                            : detail::state_bytes_for(ahead.size());
@@ -217,9 +240,13 @@ inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
     out[61] = static_cast<std::uint8_t>(tail);
     detail::put_u64_le(out.data() + 64, ahead.size());
     std::size_t at = 72;
-    if (v4) {
+    if (v4 || v5) {
       detail::put_u64_le(out.data() + 72, strided.size());
       at = 80;
+    }
+    if (v5) {
+      detail::put_u64_le(out.data() + 80, extra.size());
+      at = 88;
     }
     for (const char c : sampler) out[at++] = static_cast<std::uint8_t>(c);
     for (const char c : engine) out[at++] = static_cast<std::uint8_t>(c);
@@ -240,6 +267,8 @@ inline std::vector<std::uint8_t> SamplerState::to_bytes() const {
     detail::put_u64_le(at + 16, strided[i].stride);
     detail::put_u64_le(at + 24, strided[i].count);
   }
+  const std::size_t extra_at = strided_at + 32 * strided.size();
+  for (std::size_t i = 0; i < extra.size(); ++i) detail::put_u64_le(out.data() + extra_at + 8 * i, extra[i]);
   detail::put_u64_le(out.data() + size - 8, detail::state_checksum(out.data(), size));
   return out;
 }
@@ -256,18 +285,18 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   }
   if (size < 8) truncated(8);
   const std::uint32_t version = detail::get_u32_le(data + 4);
-  if (version < 1 || version > 4) {
-    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1, 2, 3 or 4)");
+  if (version < 1 || version > 5) {
+    detail::throw_state_error(who + "unsupported version " + std::to_string(version) + " (expected 1 to 5)");
   }
   std::size_t expected = byte_size;
-  std::uint64_t count = 0, sampler_size = 0, engine_size = 0, strided_count = 0;
+  std::uint64_t count = 0, sampler_size = 0, engine_size = 0, strided_count = 0, extra_count = 0;
   if (version == 2) {
     if (size < 56) truncated(56);
     count = detail::get_u64_le(data + 48);
     if (count == 0) detail::throw_state_error(who + "version 2 with 0 ahead ranges (expected at least 1)");
     expected = detail::state_bytes_for(count);
   } else if (version >= 3) {
-    const std::size_t header = version == 3 ? 72 : 80;
+    const std::size_t header = version == 3 ? 72 : version == 4 ? 80 : 88;
     if (size < header) truncated(header);
     sampler_size = detail::get_u32_le(data + 52);
     engine_size = detail::get_u32_le(data + 56);
@@ -280,6 +309,15 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
     count = detail::get_u64_le(data + 64);
     if (version == 3) {
       expected = detail::state_v3_bytes_for(sampler_size + engine_size, count);
+    } else if (version == 5) {
+      strided_count = detail::get_u64_le(data + 72);
+      extra_count = detail::get_u64_le(data + 80);
+      if (extra_count == 0) {
+        detail::throw_state_error(who +
+                                  "version 5 with 0 family words (expected at least 1; without them the "
+                                  "state is version 3 or 4)");
+      }
+      expected = detail::state_v5_bytes_for(sampler_size + engine_size, count, strided_count, extra_count);
     } else {
       strided_count = detail::get_u64_le(data + 72);
       if (strided_count == 0) {
@@ -293,6 +331,7 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
   if (expected == 0) {
     detail::throw_state_error(who + "ahead range count " + std::to_string(count) +
                               (strided_count != 0 ? " with strided entry count " + std::to_string(strided_count) : "") +
+                              (extra_count != 0 ? " with family word count " + std::to_string(extra_count) : "") +
                               " is too large for any input (expected a count that fits in memory)");
   }
   if (size < expected) truncated(expected);
@@ -324,7 +363,7 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
     s.layout = detail::get_u64_le(data + 40);
     s.engine_version = detail::get_u32_le(data + 48);
     s.shuffle = data[60] == 1;
-    const std::size_t names_at = version == 3 ? 72 : 80;
+    const std::size_t names_at = version == 3 ? 72 : version == 4 ? 80 : 88;
     const auto* names = reinterpret_cast<const char*>(data + names_at);
     s.sampler.assign(names, static_cast<std::size_t>(sampler_size));
     s.engine.assign(names + sampler_size, static_cast<std::size_t>(engine_size));
@@ -345,6 +384,9 @@ inline SamplerState SamplerState::from_bytes(const std::uint8_t* data, std::size
     s.strided[i] = StridedRange{detail::get_u64_le(at), detail::get_u64_le(at + 8), detail::get_u64_le(at + 16),
                                 detail::get_u64_le(at + 24)};
   }
+  s.extra.resize(static_cast<std::size_t>(extra_count));
+  const std::size_t extra_at = strided_at + 32 * s.strided.size();
+  for (std::size_t i = 0; i < s.extra.size(); ++i) s.extra[i] = detail::get_u64_le(data + extra_at + 8 * i);
   detail::check_consumed(s, "SamplerState::from_bytes");
   return s;
 }

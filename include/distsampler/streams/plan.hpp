@@ -41,10 +41,49 @@ struct StreamPiece {
   friend constexpr bool operator!=(const StreamPiece& a, const StreamPiece& b) noexcept { return !(a == b); }
 };
 
-/// A pass's unread pieces as a saved state records them (StreamJobState::open).
+/// Unread pieces as a saved state records them: of the shards at positions [position,
+/// position + count) of the pass's shard order, the one at position + m in part (part + m)
+/// mod `parts` (every shard in the same part when parts is 1), the first from its record
+/// `offset`, the others from 0. One run holds a consumer's whole rest of a pass when every
+/// shard is shared. diagonal() is what the parts of one run share. Plain data.
+struct StreamRun {
+  std::uint64_t position = 0;
+  std::uint64_t count = 1;
+  std::uint64_t part = 0;
+  std::uint64_t parts = 1;
+  std::uint64_t offset = 0;
+  /// (part - position) mod parts: equal for the pieces a run can hold (parts >= 1, part < parts).
+  [[nodiscard]] constexpr std::uint64_t diagonal() const noexcept {
+    return (part + (parts - position % parts)) % parts;
+  }
+  friend constexpr bool operator==(const StreamRun& a, const StreamRun& b) noexcept {
+    return a.position == b.position && a.count == b.count && a.part == b.part && a.parts == b.parts &&
+           a.offset == b.offset;
+  }
+};
+
+/// A pass's unread pieces as a saved state records them (StreamJobState::open): runs sorted
+/// by (parts, diagonal, position), runs of one diagonal never touching (they would be one).
 struct StreamOpenPass {
   std::uint64_t pass = 0;
-  std::vector<StreamPiece> pieces;
+  std::vector<StreamRun> runs;
+};
+
+/// How a StreamPlan deals: `seed` orders the passes; `share` is the number of consumers each
+/// shard is cut among by stride (its records part + j * share), StreamOptions::share_all for
+/// every consumer. With share 1 (the default) a shard is cut only when there are fewer shards
+/// than consumers (into ceil(consumers / shards) parts), and the consumers' shares of a pass
+/// differ by the spread of the shard sizes, so without byte hints they drift apart over the
+/// passes. With share_all consumer c reads records j = c + pass + i (mod consumers) of the
+/// shard at position i of the pass, so the shares of a pass differ by at most one record per
+/// shard (those extra records falling on other consumers in each shard) and the consumers
+/// stay within about one pass of each other without hints; the cost is I/O: a format read
+/// front to back is scanned `share` times per pass (docs/STREAMS.md). Plain data.
+struct StreamOptions {
+  /// The share that cuts every shard among every consumer.
+  static constexpr std::uint64_t share_all = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t share = 1;
 };
 
 /// Which consumer reads which pieces in every pass, for `consumers` consumers (rank x loader
@@ -56,6 +95,9 @@ struct StreamOpenPass {
 /// order; the load is the piece's share of its shard's byte size (the
 /// hints; every shard weighs 1 without them) summed over every fresh pass of this plan: a
 /// consumer that got more in one pass gets less in the next, so consumers do not drift apart.
+/// With a share (StreamOptions::share) every shard is cut into max(share, that) parts; when
+/// the parts are as many as the consumers, consumer c reads part (c + pass + i) mod consumers
+/// of the shard at position i of the pass, in pass order (no greedy deal).
 ///
 /// A plan resumed from a state (resume()) first deals each open pass's unread pieces afresh
 /// over its consumers (in pass order, from zero loads), treats the other passes before the
@@ -67,30 +109,49 @@ struct StreamOpenPass {
 /// thread-safe: give each thread its own plan (two plans from the same inputs agree).
 class StreamPlan {
  public:
-  /// Throws config_error when shards or consumers is 0, or when byte_sizes is neither empty
-  /// nor one size per shard.
-  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers)
-      : shards_(shards), seed_(seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
+  /// Throws config_error when shards or consumers is 0, when byte_sizes is neither empty
+  /// nor one size per shard, or when options.share is above consumers.
+  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t consumers,
+             const StreamOptions& options)
+      : shards_(shards), seed_(options.seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
     if (shards_ == 0) detail::throw_config_error("StreamPlan: shards 0 is too few (expected at least 1)");
     if (consumers_ == 0) detail::throw_config_error("StreamPlan: consumers 0 is too few (expected at least 1)");
+    if (options.share > consumers_) {
+      detail::throw_config_error("StreamPlan: share " + std::to_string(options.share) + " is above consumers " +
+                                 std::to_string(consumers_) + " (expected 1.." + std::to_string(consumers_) +
+                                 ", or share_all)");
+    }
+    share_option_ = options.share;
+    share_ = options.share == StreamOptions::share_all ? consumers_ : options.share;
     if (!byte_sizes_.empty() && byte_sizes_.size() != shards_) {
       detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) + " entries for " +
                                  std::to_string(shards_) + " shards (expected one per shard, or none)");
     }
     loads_.assign(consumers_, 0);
   }
+  /// The plan of StreamOptions{seed} (share 1).
+  StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers)
+      : StreamPlan(shards, std::move(byte_sizes), consumers, StreamOptions{seed, 1}) {}
 
   /// Builds the plan that continues `next_pass` and `open` (as StreamJobState records them,
   /// already validated against this dataset) on this plan's consumers. Strong guarantee.
   void resume(std::uint64_t next_pass, const std::vector<StreamOpenPass>& open) {
     std::map<std::uint64_t, std::vector<std::vector<StreamPiece>>> dealt;
     for (const StreamOpenPass& o : open) {
-      std::vector<StreamPiece> pieces = o.pieces;
       const FeistelPermutation order(shards_, seed_, o.pass);
-      std::sort(pieces.begin(), pieces.end(), [&](const StreamPiece& a, const StreamPiece& b) {
-        const std::uint64_t pa = order.inverse(a.shard), pb = order.inverse(b.shard);
-        return pa != pb ? pa < pb : a.part < b.part;
+      std::vector<std::pair<std::uint64_t, StreamPiece>> at;  // (position, piece)
+      for (const StreamRun& r : o.runs) {
+        for (std::uint64_t m = 0; m < r.count; ++m) {
+          at.emplace_back(r.position + m, StreamPiece{order(r.position + m), (r.part + m % r.parts) % r.parts, r.parts,
+                                                      m == 0 ? r.offset : 0});
+        }
+      }
+      std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second.part < b.second.part;
       });
+      std::vector<StreamPiece> pieces;
+      pieces.reserve(at.size());
+      for (const auto& a : at) pieces.push_back(a.second);
       std::vector<std::uint64_t> zero(consumers_, 0);
       dealt[o.pass] = deal(pieces, zero);
     }
@@ -104,13 +165,18 @@ class StreamPlan {
   [[nodiscard]] std::uint64_t consumers() const noexcept { return consumers_; }
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   [[nodiscard]] const std::vector<std::uint64_t>& byte_sizes() const noexcept { return byte_sizes_; }
+  /// The consumers each shard is cut among (StreamOptions::share; share_all as consumers()).
+  [[nodiscard]] std::uint64_t share() const noexcept { return share_; }
+  /// StreamOptions::share as given (StreamOptions::share_all kept as such).
+  [[nodiscard]] std::uint64_t share_option() const noexcept { return share_option_; }
   /// The first pass dealt in full on this plan's consumers (0, or a resumed state's next_pass);
   /// passes before it hold only what the state left unread.
   [[nodiscard]] std::uint64_t first_fresh_pass() const noexcept { return first_fresh_; }
-  /// Parts each shard of a fresh pass is cut into: 1, or ceil(consumers / shards) when there
-  /// are fewer shards than consumers.
+  /// Parts each shard of a fresh pass is cut into: the share, or ceil(consumers / shards)
+  /// when there are fewer shards than consumers and that is more.
   [[nodiscard]] std::uint64_t parts() const noexcept {
-    return shards_ >= consumers_ ? 1 : consumers_ / shards_ + (consumers_ % shards_ != 0 ? 1 : 0);
+    const std::uint64_t idle = shards_ >= consumers_ ? 1 : consumers_ / shards_ + (consumers_ % shards_ != 0 ? 1 : 0);
+    return std::max(idle, share_);
   }
   /// A 64-bit hash of the shard count and the byte-size hints (what a state must match).
   [[nodiscard]] std::uint64_t layout() const noexcept {
@@ -180,20 +246,33 @@ class StreamPlan {
     const std::uint64_t s = parts();
     while (next_deal_ <= pass) {
       const FeistelPermutation order(shards_, seed_, next_deal_);
-      std::vector<StreamPiece> pieces;
-      pieces.reserve(static_cast<std::size_t>(shards_ * s));
-      for (std::uint64_t i = 0; i < shards_; ++i) {
-        const std::uint64_t shard = order(i);
-        for (std::uint64_t k = 0; k < s; ++k) pieces.push_back(StreamPiece{shard, (k + next_deal_) % s, s, 0});
+      Shares shares(consumers_);
+      if (s == consumers_) {
+        // Every consumer reads its part of every shard. The part rotates with the pass and
+        // with the shard's position, so the parts holding a shard's last, extra records (the
+        // first count mod consumers, unknown before reading) fall on other consumers in each
+        // shard instead of on the same few in all of them.
+        for (std::uint64_t c = 0; c < consumers_; ++c) {
+          shares[c].reserve(static_cast<std::size_t>(shards_));
+          for (std::uint64_t i = 0; i < shards_; ++i)
+            shares[c].push_back(StreamPiece{order(i), (c + next_deal_ % s + i % s) % s, s, 0});
+        }
+      } else {
+        std::vector<StreamPiece> pieces;
+        pieces.reserve(static_cast<std::size_t>(shards_ * s));
+        for (std::uint64_t i = 0; i < shards_; ++i) {
+          const std::uint64_t shard = order(i);
+          for (std::uint64_t k = 0; k < s; ++k) pieces.push_back(StreamPiece{shard, (k + next_deal_) % s, s, 0});
+        }
+        shares = deal(pieces, loads_);
       }
-      Shares shares = deal(pieces, loads_);
       if (next_deal_ >= released_) dealt_[next_deal_] = std::move(shares);
       ++next_deal_;
     }
     return &dealt_[pass];
   }
 
-  std::uint64_t shards_, seed_, consumers_;
+  std::uint64_t shards_, seed_, consumers_, share_ = 1, share_option_ = 1;
   std::vector<std::uint64_t> byte_sizes_;
   std::vector<std::uint64_t> loads_;
   std::map<std::uint64_t, Shares> dealt_;

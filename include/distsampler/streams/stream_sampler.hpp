@@ -15,6 +15,7 @@
 #include "../version.hpp"
 #include "../world.hpp"
 #include "cursor.hpp"
+#include "job_state.hpp"
 #include "packer.hpp"
 #include "plan.hpp"
 #include "progress.hpp"
@@ -29,13 +30,15 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// consumer's progress (progress(w) on each rank, gathered; assemble_stream_state) and
 /// resumes on any world size and worker count.
 ///
-/// Throws config_error for a bad world, num_workers 0, shards 0 or byte_sizes of the wrong
-/// length; state_error for a state of another dataset. Deterministic. Not thread-safe: one
+/// `options` set the seed and the share (StreamOptions); a state saved under another share
+/// resumes, its open runs dealt as they were cut. Throws config_error for a bad world,
+/// num_workers 0, shards 0, byte_sizes of the wrong length or a share above the consumers;
+/// state_error for a state of another dataset. Deterministic. Not thread-safe: one
 /// sampler per loader worker process (each reads only its own cursor). Copying shares the plan.
 class StreamSampler {
  public:
-  StreamSampler(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, World world,
-                std::uint64_t num_workers, const std::optional<StreamJobState>& state = std::nullopt)
+  StreamSampler(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, World world, std::uint64_t num_workers,
+                const StreamOptions& options, const std::optional<StreamJobState>& state = std::nullopt)
       : world_(world), num_workers_(num_workers) {
     world_.validate("StreamSampler");
     if (num_workers_ == 0) detail::throw_config_error("StreamSampler: num_workers 0 is too few (expected at least 1)");
@@ -43,7 +46,7 @@ class StreamSampler {
       detail::throw_config_error("StreamSampler: world_size " + std::to_string(world_.world_size) + " x num_workers " +
                                  std::to_string(num_workers_) + " overflows 64 bits");
     }
-    plan_ = std::make_shared<StreamPlan>(shards, std::move(byte_sizes), seed, world_.world_size * num_workers_);
+    plan_ = std::make_shared<StreamPlan>(shards, std::move(byte_sizes), world_.world_size * num_workers_, options);
     std::vector<StreamProgress> start(plan_->consumers());
     if (state) start = resume_stream(*plan_, *state);
     for (std::uint64_t w = 0; w < num_workers_; ++w) {
@@ -51,20 +54,16 @@ class StreamSampler {
       cursors_.emplace_back(plan_, c, start[static_cast<std::size_t>(c)]);
     }
   }
+  /// The sampler of StreamOptions{seed} (share 1).
+  StreamSampler(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, World world,
+                std::uint64_t num_workers, const std::optional<StreamJobState>& state = std::nullopt)
+      : StreamSampler(shards, std::move(byte_sizes), world, num_workers, StreamOptions{seed, 1}, state) {}
 
-  /// The key a guard compares across ranks: family "streams", dataset_size = shards, the
-  /// seed, layout = the shard count and byte hints' hash.
+  /// The key a guard compares across ranks and a saved state records (StreamJobState::key):
+  /// family "stream", dataset_size = shards, the seed, layout = the shard count and byte
+  /// hints' hash.
   [[nodiscard]] StateKey key() const noexcept {
-    StateKey k;
-    k.sampler = "streams";
-    k.dataset_size = plan_->shards();
-    k.seed = plan_->seed();
-    k.shuffle = true;
-    k.engine = FeistelPermutation::name({});
-    k.engine_version = FeistelPermutation::format_version;
-    k.layout = plan_->layout();
-    k.layout_name = "shard counts or byte sizes";
-    return k;
+    return StreamJobState::key(plan_->shards(), plan_->seed(), plan_->layout());
   }
 
   [[nodiscard]] std::uint64_t rank() const noexcept { return world_.rank; }
@@ -72,6 +71,7 @@ class StreamSampler {
   [[nodiscard]] std::uint64_t num_workers() const noexcept { return num_workers_; }
   [[nodiscard]] std::uint64_t seed() const noexcept { return plan_->seed(); }
   [[nodiscard]] std::uint64_t shards() const noexcept { return plan_->shards(); }
+  [[nodiscard]] std::uint64_t share() const noexcept { return plan_->share(); }
   [[nodiscard]] StreamPlan& plan() noexcept { return *plan_; }
   /// Worker w's cursor (w < num_workers(), else config_error).
   [[nodiscard]] StreamCursor& cursor(std::uint64_t w) {

@@ -55,7 +55,9 @@ def _format_of(who, path, fmt):
 
 
 class _ShardReader:
-    """Sequential reads of one shard: record i costs nothing extra when i follows the last one."""
+    """Reads of one shard: ``.npy`` by random access (only the records asked for), the others
+    sequentially (record i costs nothing extra when i follows the last one; a shard shared
+    by stride is scanned through)."""
 
     def __init__(self, path, fmt):
         self.path, self.fmt = path, fmt
@@ -90,6 +92,10 @@ class _ShardReader:
 
     def get(self, i):
         """Record i, or None past the end."""
+        if self.fmt == "npy":
+            if self._array is None:
+                self._array = np.load(self.path, mmap_mode="r")
+            return np.array(self._array[i]) if i < len(self._array) else None
         if self._it is None or i < self._next:
             self._it, self._next = self._records(), 0
         for rec in self._it:
@@ -132,7 +138,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
     __module__ = PUBLIC_MODULE
 
     def __init__(self, paths, format=None, num_replicas=None, rank=None, *, micro_batch, seed=0, filter=None,
-                 packer=None, byte_sizes="auto", state_capacity=1 << 20):
+                 packer=None, byte_sizes="auto", share=1, state_capacity=1 << 20):
         who = type(self).__name__
         if isinstance(paths, (str, bytes, os.PathLike)) or not paths:
             raise ConfigError(f"{who}: paths {paths!r} is not a non-empty list of shard files")
@@ -150,6 +156,10 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if self.byte_sizes and len(self.byte_sizes) != len(self.paths):
             raise ConfigError(f"{who}: byte_sizes has {len(self.byte_sizes)} entries for {len(self.paths)} paths "
                               "(expected one per path, 'auto' or None)")
+        if share != "all" and (not isinstance(share, int) or isinstance(share, bool) or share < 1):
+            raise ConfigError(f"{who}: share {share!r} is not a consumer count or 'all' (expected an int >= 1, or "
+                              "'all')")
+        self.share = share
         self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
         self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
         self._cell = StreamCell(state_capacity, who)
@@ -213,7 +223,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                               f"consumers now, {shared['consumers']} before; expected the same, or a state "
                               "loaded through load_state_dict)")
         cursor = _core.StreamCursor(len(self.paths), self.byte_sizes, self.seed, consumers, consumer,
-                                    shared["base"], None if progress is None else _to_progress(progress))
+                                    shared["base"], None if progress is None else _to_progress(progress),
+                                    self._share_for(consumers))
         readers, docs = {}, {}
 
         def record(shard, index):
@@ -254,10 +265,20 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 data = torch.tensor(data, dtype=torch.int64).view(self.micro_batch, self.packer.sequence_length)
             yield StreamBatch(data, consumer, cursor.progress())
 
+    def _share_for(self, consumers):
+        """The C++ share (0: every consumer) for `consumers`; ConfigError naming `share` when too large."""
+        if self.share == "all":
+            return 0
+        if self.share > consumers:
+            raise ConfigError(f"StreamDataset: share {self.share} is above the {consumers} consumers (num_replicas x "
+                              f"num_workers; expected 1..{consumers}, or 'all')")
+        return self.share
+
     # -- the loader's protocol ------------------------------------------------------------
     def _begin(self, num_workers):
         """Before a DataLoader iteration: the workers continue from what the loop received."""
         consumers = self.world_size * max(1, num_workers)
+        self._share_for(consumers)
         if self._consumers is not None and self._consumers != consumers and self._received:
             raise ConfigError(f"StreamDataset: the loader's num_workers changed between iterations ({consumers} "
                               f"consumers now, {self._consumers} before; expected the same, or a state loaded "
@@ -293,10 +314,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 raise StateError(f"{who}: the parts come from different runs (expected every rank's state_dict() "
                                  "of one step)")
             progress.update(part["progress"])
-        start = _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, consumers, base)
+        share = self._share_for(consumers)
+        start = _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, consumers, base, share)
         full = [_to_progress(progress[str(c)]) if str(c) in progress else start[c] for c in range(consumers)]
         return _core.assemble_stream_state(len(self.paths), self.byte_sizes, self.seed, consumers, base, full,
-                                           max(p["step"] for p in parts))
+                                           max(p["step"] for p in parts), share)
 
     def load_state_dict(self, state):
         """Loads a job state text (``job_state``), for any world size and worker count."""
@@ -305,7 +327,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                              f"{type(state).__name__}")
         _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, 1, state)  # validates
         self._base, self._received, self._consumers = state, {}, None
-        self._step0, self._steps = int(state.split(" step=")[1].split(" ")[0]), 0
+        self._step0, self._steps = _core.StreamJobState.from_text(state).step, 0
 
 
 def _from_progress(p):

@@ -33,6 +33,7 @@ class StreamDataset(torch.utils.data.IterableDataset[Any]):
     seed: int
     filter: Optional[Callable[[Any], bool]]
     packer: Optional[StreamPacker]
+    share: Union[int, str]
     epoch: int
     shuffle: bool
     @property
@@ -49,6 +50,7 @@ class StreamDataset(torch.utils.data.IterableDataset[Any]):
         filter: Optional[Callable[[Any], bool]] = ...,
         packer: Optional[StreamPacker] = ...,
         byte_sizes: Union[str, Sequence[int], None] = ...,
+        share: Union[int, str] = ...,
         state_capacity: int = ...,
     ) -> None: ...
     def __iter__(self) -> Iterator[StreamBatch]: ...
