@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "detail/bounded.hpp"
+#include "detail/ieee_double.hpp"
 #include "detail/mix.hpp"
 #include "state/format.hpp"
 #include "error.hpp"
