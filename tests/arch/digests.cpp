@@ -313,7 +313,24 @@ void states(Digest& d) {
 
 }  // namespace
 
+// On a 32-bit size_t, a stream of more consumers than a vector can index is refused.
+bool refuses_consumers_past_size_t() {
+  if (sizeof(std::size_t) >= sizeof(std::uint64_t)) return true;
+  const std::string expected =
+      "StreamPlan: consumers 4294967296 is too many (expected at most 4294967295, this platform's size_t)";
+  try {
+    const ds::StreamPlan plan(1, {}, 0, std::uint64_t{1} << 32);
+  } catch (const ds::config_error& e) {
+    if (e.what() == expected) return true;
+    std::fprintf(stderr, "digests: StreamPlan said \"%s\" (expected \"%s\")\n", e.what(), expected.c_str());
+    return false;
+  }
+  std::fprintf(stderr, "digests: StreamPlan took 2^32 consumers on a 32-bit size_t (expected a config_error)\n");
+  return false;
+}
+
 int main() {
+  if (!refuses_consumers_past_size_t()) return 1;
   Digest feistel, ordered, torch, weighted_d, tokens_d, mixtures_d, shards_d, concat, best_fit, streams_d, states_d;
   distributed<ds::FeistelPermutation>(feistel, true);
   distributed<ds::FeistelPermutation>(ordered, false);
