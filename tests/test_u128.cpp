@@ -54,7 +54,15 @@ std::vector<native> operands() {
                           ~native{0} - 1,
                           native{1} << 96,
                           (native{1} << 52) * 1024,
-                          native{4611686018427387904u} * 3};
+                          native{4611686018427387904u} * 3,
+                          // Divisors and dividends where a base-2^32 digit estimate is too large.
+                          (one << 63) + 1,
+                          native{0xffffffff00000001u},
+                          native{0x80000000ffffffffu},
+                          (one << 32) + 1,
+                          native{0x8000000000000001u} << 64 | 0xffffffffu,
+                          max64 * ((one << 32) + 1),
+                          native{0x7fffffff80000000u} << 64 | 0xffffffff80000000u};
   detail::SplitMix64 g(20260101);
   for (int bits = 1; bits <= 128; ++bits) {
     for (int k = 0; k < 3; ++k) {

@@ -18,8 +18,8 @@ namespace detail {
 /// 2^128, `/` and `%` exact (truncating; the divisor must not be 0), shifts by 0..127,
 /// explicit narrowing to 64 bits keeps the low limb. Constructible from any unsigned
 /// integer of at most 64 bits. A trivially copyable value type; every operation is
-/// constexpr and noexcept; `*` is O(1), `/` and `%` are O(1) when both operands fit 64
-/// bits and otherwise one shift-subtract step per bit of the quotient (at most 128).
+/// constexpr and noexcept; `*` is O(1), `/` and `%` are O(1) for a divisor that fits 64
+/// bits and otherwise one shift-subtract step per bit of the quotient (at most 64).
 /// Identical results on every platform and compiler.
 class U128Portable {
  public:
@@ -90,10 +90,42 @@ class U128Portable {
     return x.hi_ != 0 ? 128 - leading_zeros(x.hi_) : 64 - leading_zeros(x.lo_);
   }
 
-  // Truncating a / b (quotient) or a % b: shift-subtract long division over the quotient's
-  // bits only, after the 64-bit fast path.
+  // (hi * 2^64 + lo) / d and its remainder, for hi < d (so the quotient fits 64 bits): long
+  // division in base 2^32 after normalising d (Knuth's algorithm D with two digits, each
+  // estimate corrected by at most two steps).
+  static constexpr std::uint64_t divide_64(std::uint64_t hi, std::uint64_t lo, std::uint64_t d,
+                                           std::uint64_t& rem) noexcept {
+    constexpr std::uint64_t base = std::uint64_t{1} << 32, low_mask = base - 1;
+    const int s = leading_zeros(d);
+    d <<= s;
+    const std::uint64_t top = s == 0 ? hi : hi << s | lo >> (64 - s), rest = lo << s;
+    const std::uint64_t d1 = d >> 32, d0 = d & low_mask;
+    const std::uint64_t digits[2] = {rest >> 32, rest & low_mask};
+    std::uint64_t partial = top, q = 0;
+    for (const std::uint64_t digit : digits) {
+      std::uint64_t qhat = partial / d1, rhat = partial % d1;
+      while (qhat >= base || qhat * d0 > (rhat << 32 | digit)) {
+        --qhat;
+        rhat += d1;
+        if (rhat >= base) break;
+      }
+      partial = (partial << 32 | digit) - qhat * d;
+      q = q << 32 | qhat;
+    }
+    rem = partial >> s;
+    return q;
+  }
+
+  // Truncating a / b (quotient) or a % b: 64-bit division when both fit 64 bits, divide_64
+  // for a divisor of one limb, shift-subtract over the quotient's bits for two limbs.
   static constexpr U128Portable divide(U128Portable a, U128Portable b, bool quotient) noexcept {
     if (a.hi_ == 0 && b.hi_ == 0) return quotient ? U128Portable(a.lo_ / b.lo_) : U128Portable(a.lo_ % b.lo_);
+    if (b.hi_ == 0) {
+      const std::uint64_t q_hi = a.hi_ / b.lo_;
+      std::uint64_t rem = 0;
+      const std::uint64_t q_lo = divide_64(a.hi_ % b.lo_, a.lo_, b.lo_, rem);
+      return quotient ? from_limbs(q_hi, q_lo) : U128Portable(rem);
+    }
     if (a < b) return quotient ? U128Portable() : a;
     const int shift = bit_width(a) - bit_width(b);
     U128Portable d = b << shift, q, r = a;
