@@ -136,7 +136,7 @@ struct Grain {
     std::uint64_t rest = total;
     for (std::size_t i = 0; i < p.size(); ++i) {
       const std::uint64_t next =
-          static_cast<std::uint64_t>(static_cast<distsampler::detail::mixture_u128>(k) * (rest - p[i]) / rest);
+          static_cast<std::uint64_t>(static_cast<distsampler::detail::u128>(k) * (rest - p[i]) / rest);
       out[i] = k - next;
       rest -= p[i];
       k = next;

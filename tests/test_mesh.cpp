@@ -364,7 +364,6 @@ TEST_CASE("Mesh: TokenBatchSampler reads by data rank, the same inside model-par
       exact_cover(n));
 }
 
-#if defined(__SIZEOF_INT128__)
 TEST_CASE("Mesh: MixtureSampler reads by data rank, and data ranks split each global batch", "[mesh][property]") {
   const std::vector<std::uint64_t> sizes{40, 25, 60};
   const std::vector<double> weights{0.5, 0.2, 0.3};
@@ -397,7 +396,6 @@ TEST_CASE("Mesh: MixtureSampler reads by data rank, and data ranks split each gl
         CHECK(together == expected);
       });
 }
-#endif
 
 TEST_CASE("Mesh: WeightedSampler reads by data rank, and data ranks split the epoch's draws", "[mesh][property]") {
   const std::vector<double> weights{1, 2, 0, 4, 8, 3};

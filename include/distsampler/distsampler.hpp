@@ -12,11 +12,9 @@
 #include "mesh.hpp"
 #include "mesh_check.hpp"
 #include "shards/loader_round_robin.hpp"
-#if defined(__SIZEOF_INT128__)  // the mixture's count math needs a 128-bit integer type (GCC, Clang)
 #include "mixture/mixture_sampler.hpp"
 #include "mixture/node.hpp"
 #include "mixture/schedule.hpp"
-#endif
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"

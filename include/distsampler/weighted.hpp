@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "detail/bounded.hpp"
+#include "detail/ieee_double.hpp"
 #include "detail/mix.hpp"
 #include "state/format.hpp"
 #include "error.hpp"
@@ -57,7 +58,7 @@ class AliasTable {
     }
     const std::size_t n = weights.size();
     std::vector<double> scaled(n);
-    std::vector<std::uint64_t> small, large;
+    std::vector<std::size_t> small, large;
     for (std::size_t i = 0; i < n; ++i) {
       scaled[i] = weights[i] / sum * static_cast<double>(n);
       (scaled[i] < 1.0 ? small : large).push_back(i);
@@ -66,7 +67,7 @@ class AliasTable {
     alias_.resize(n);
     for (std::size_t i = 0; i < n; ++i) alias_[i] = i;
     while (!small.empty() && !large.empty()) {
-      const std::uint64_t s = small.back(), l = large.back();
+      const std::size_t s = small.back(), l = large.back();
       small.pop_back();
       threshold_[s] = to_threshold(scaled[s]);
       alias_[s] = l;
@@ -88,8 +89,10 @@ class AliasTable {
   }
 
   /// The probability table: column j keeps j with probability threshold(j) / 2^64.
-  [[nodiscard]] std::uint64_t threshold(std::uint64_t j) const noexcept { return threshold_[j]; }
-  [[nodiscard]] std::uint64_t alias(std::uint64_t j) const noexcept { return alias_[j]; }
+  [[nodiscard]] std::uint64_t threshold(std::uint64_t j) const noexcept {
+    return threshold_[static_cast<std::size_t>(j)];
+  }
+  [[nodiscard]] std::uint64_t alias(std::uint64_t j) const noexcept { return alias_[static_cast<std::size_t>(j)]; }
 
  private:
   static std::uint64_t to_threshold(double q) noexcept {

@@ -11,17 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/ieee_double.hpp"
+#include "../detail/u128.hpp"
 #include "../version.hpp"
 
-#if !defined(__SIZEOF_INT128__)
-#error "distsampler/mixture_node.hpp needs a compiler with a 128-bit integer type"
-#endif
-
 DISTSAMPLER_NAMESPACE_BEGIN
-
-namespace detail {
-__extension__ using mixture_u128 = unsigned __int128;
-}  // namespace detail
 
 /// One node of MixtureSchedule's weight tree: how the node's positions are split between
 /// its children L and R, per block of G positions and within a block (see
@@ -42,26 +36,27 @@ struct MixtureNode {
   std::int64_t shift = 0;                  ///< offset of the within-block line, in 2^-32 (-2^33..2^33)
 
   /// clamp(floor(n a / d + 1/2 + psi / 1024), 0, n): non-decreasing in n, steps of 0 or 1, 0 at 0.
-  static detail::mixture_u128 split(detail::mixture_u128 n, detail::mixture_u128 a, detail::mixture_u128 d,
+  static detail::u128 split(detail::u128 n, detail::u128 a, detail::u128 d,
                                     std::int64_t psi) noexcept {
-    using u128 = detail::mixture_u128;
-    const u128 shifted = (n * a * 1024 + d * static_cast<u128>(4608 + psi)) / (d * 1024);  // the value + 4
-    return shifted < 4 ? 0 : std::min(shifted - 4, n);
+    using u128 = detail::u128;
+    const u128 shifted =
+        (n * a * 1024u + d * static_cast<std::uint64_t>(4608 + psi)) / (d * 1024u);  // the value + 4
+    return shifted < 4u ? u128{0u} : std::min(shifted - 4u, n);
   }
 
   /// The left child's cumulative count after b blocks, given this node's cumulative count c
   /// (a count the parent's rule produced). The odd positions (x_L + x_R < 1) or the misses
   /// (x_L + x_R >= 1) are split by split(): each child gets B or B + 1 per block.
-  [[nodiscard]] detail::mixture_u128 left_count(std::uint64_t b, detail::mixture_u128 c) const noexcept {
-    using u128 = detail::mixture_u128;
+  [[nodiscard]] detail::u128 left_count(std::uint64_t b, detail::u128 c) const noexcept {
+    using u128 = detail::u128;
     const u128 bb = b;
     if (frac_l + frac_r < weight_units) {
       const u128 d = frac_l + frac_r;
-      if (d == 0) return bb * base_l;
+      if (d == 0u) return bb * base_l;
       return bb * base_l + split(c - bb * (base_l + base_r), frac_l, d, psi);
     }
     const u128 miss = bb * (base_l + base_r + 2) - c;
-    return bb * (base_l + 1) - split(miss, weight_units - frac_l, u128{2} * weight_units - frac_l - frac_r, psi);
+    return bb * (base_l + 1) - split(miss, weight_units - frac_l, u128{2u} * weight_units - frac_l - frac_r, psi);
   }
 
   /// What within() says about the node's t-th position of a block.
@@ -75,23 +70,23 @@ struct MixtureNode {
   /// floor((c + t) u_L / u_v + f), f = phase / 2^32 (any value; its integer part moves the
   /// line), clamped into what the block's counts allow: a clamp of non-decreasing
   /// unit-step functions is one too, and it meets both ends of the block.
-  [[nodiscard]] Within within(detail::mixture_u128 c, detail::mixture_u128 cl0, std::uint64_t t, std::uint64_t cl,
+  [[nodiscard]] Within within(detail::u128 c, detail::u128 cl0, std::uint64_t t, std::uint64_t cl,
                               std::uint64_t cv, std::int64_t phase) const noexcept {
-    using u128 = detail::mixture_u128;
+    using u128 = detail::u128;
     const std::int64_t whole = phase >= 0 ? phase >> 32 : -((-phase + 0xffffffff) >> 32);
     const auto f = static_cast<std::uint64_t>(phase - whole * (INT64_C(1) << 32));
     // x u_L = q u_v + r once; x + 1 adds u_L to r. floor(q + r / u_v + f) is q, or q + 1 when
     // r 2^32 >= (2^32 - f) u_v: a comparison, no second division.
     const u128 x = (c + t) * units_l;
     const u128 q = x / units_v, r = x % units_v;
-    const u128 cut = (u128{1} << 32) - f;
+    const u128 cut = (u128{1u} << 32) - f;
     const auto line_at = [&](u128 rr) {
       const u128 carry = rr / units_v;  // 0 or 1: rr < 2 u_v
       const u128 rest = rr - carry * units_v;
-      const u128 line = q + carry + ((rest << 32) >= cut * units_v ? 1 : 0);
-      if (whole >= 0) return line + static_cast<u128>(whole);
-      const auto down = static_cast<u128>(-whole);
-      return line < down ? u128{0} : line - down;
+      const u128 line = q + carry + u128{(rest << 32) >= cut * units_v ? 1u : 0u};
+      if (whole >= 0) return line + static_cast<std::uint64_t>(whole);
+      const u128 down = static_cast<std::uint64_t>(-whole);
+      return line < down ? u128{0u} : line - down;
     };
     const auto clamp = [&](std::uint64_t tt, u128 line) {
       const u128 low = cl0 + (tt > cv - cl ? tt - (cv - cl) : 0), high = cl0 + std::min(tt, cl);

@@ -157,7 +157,7 @@ class MixtureSchedule {
   /// The source and ordinal of stream position `position`. `phase_key` draws the
   /// within-block phases; `centred` uses phase 1/2 everywhere instead. O(depth).
   [[nodiscard]] MixtureSlot locate(std::uint64_t position, std::uint64_t phase_key, bool centred) const noexcept {
-    using u128 = detail::mixture_u128;
+    using u128 = detail::u128;
     const std::size_t j = segment_of(position);
     const Segment& seg = segments_[j];
     const std::uint64_t r = position - seg.begin, b = r / block_;
@@ -191,7 +191,7 @@ class MixtureSchedule {
   /// Non-decreasing in position. Same phases as locate(). O(depth).
   [[nodiscard]] std::uint64_t count(std::size_t source, std::uint64_t position, std::uint64_t phase_key,
                                     bool centred) const {
-    using u128 = detail::mixture_u128;
+    using u128 = detail::u128;
     const std::size_t j = segment_of(position);
     const Segment& seg = segments_[j];
     if (seg.leaf_of[source] == leaf) return seg.offset[source];
@@ -348,7 +348,7 @@ class MixtureSchedule {
 
   // G * units / U as integer part and fraction (in 1/U).
   void split_share(std::uint64_t units, std::uint64_t& base, std::uint64_t& frac) const noexcept {
-    const detail::mixture_u128 x = static_cast<detail::mixture_u128>(block_) * units;
+    const detail::u128 x = static_cast<detail::u128>(block_) * units;
     base = static_cast<std::uint64_t>(x / weight_units);
     frac = static_cast<std::uint64_t>(x % weight_units);
   }
@@ -356,19 +356,19 @@ class MixtureSchedule {
   // Each source's error carried into segment j (its count minus its ideal at the segment's
   // start) offsets the segment's roundings so the new segment continues from it.
   void compensate(std::size_t j) {
-    using u128 = detail::mixture_u128;
+    using u128 = detail::u128;
     Segment& seg = segments_[j];
     const double unit = static_cast<double>(weight_units);
     std::vector<double> carry(seg.nodes.size(), 0);
     std::vector<double> source_carry(sizes_.size(), 0);
     for (std::size_t i = 0; i < sizes_.size(); ++i) {
-      u128 ideal = 0;
+      u128 ideal = 0u;
       for (std::size_t k = 0; k < j; ++k) {
         ideal += static_cast<u128>(segments_[k + 1].begin - segments_[k].begin) * segments_[k].units[i];
       }
       const u128 have = static_cast<u128>(seg.offset[i]) * weight_units;
       source_carry[i] =
-          have >= ideal ? static_cast<double>(have - ideal) / unit : -static_cast<double>(ideal - have) / unit;
+          have >= ideal ? detail::to_double(have - ideal) / unit : -detail::to_double(ideal - have) / unit;
     }
     for (std::size_t v = seg.nodes.size(); v-- > 0;) {
       MixtureNode& n = seg.nodes[v];
@@ -403,11 +403,11 @@ class MixtureSchedule {
   }
 
   // Source i's cumulative count after `blocks` blocks of segment `seg` (block boundaries only).
-  detail::mixture_u128 block_count(const Segment& seg, std::size_t source, std::uint64_t blocks) const {
-    if (seg.leaf_of[source] == leaf) return 0;
-    detail::mixture_u128 c = static_cast<detail::mixture_u128>(blocks) * block_;
+  detail::u128 block_count(const Segment& seg, std::size_t source, std::uint64_t blocks) const {
+    if (seg.leaf_of[source] == leaf) return 0u;
+    detail::u128 c = static_cast<detail::u128>(blocks) * block_;
     for (const Step& step : path(seg, source)) {
-      const detail::mixture_u128 l = seg.nodes[step.node].left_count(blocks, c);
+      const detail::u128 l = seg.nodes[step.node].left_count(blocks, c);
       c = step.left ? l : c - l;
     }
     return c;

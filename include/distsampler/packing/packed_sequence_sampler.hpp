@@ -184,20 +184,22 @@ class PackedSequenceSampler {
     if (options_.mode == PackMode::best_fit) {
       const std::uint64_t v = window_of(epoch_.sequence_start, j);
       plan(v, cache);
-      const std::uint64_t local = j - epoch_.sequence_start[v];
-      out.insert(out.end(), cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[local]),
-                 cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[local + 1]));
+      const std::uint64_t local = j - epoch_.sequence_start[static_cast<std::size_t>(v)];
+      out.insert(
+          out.end(), cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[static_cast<std::size_t>(local)]),
+          cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[static_cast<std::size_t>(local + 1)]));
       return;
     }
     std::uint64_t t = j * options_.seq_len, need = options_.seq_len;
     while (need > 0) {
       const std::uint64_t v = window_of(epoch_.token_start, t);
       plan(v, cache);
-      const std::uint64_t local = t - epoch_.token_start[v];
+      const std::uint64_t local = t - epoch_.token_start[static_cast<std::size_t>(v)];
       const auto at = std::upper_bound(cache.prefix_.begin(), cache.prefix_.end(), local) - 1;
       const std::uint64_t i = static_cast<std::uint64_t>(at - cache.prefix_.begin());
-      const std::uint64_t take = std::min(cache.prefix_[i + 1] - local, need);
-      out.push_back(PackPiece{cache.documents_[i], local - cache.prefix_[i], take});
+      const std::uint64_t take = std::min(cache.prefix_[static_cast<std::size_t>(i + 1)] - local, need);
+      out.push_back(PackPiece{cache.documents_[static_cast<std::size_t>(i)],
+                              local - cache.prefix_[static_cast<std::size_t>(i)], take});
       t += take;
       need -= take;
     }
@@ -255,13 +257,15 @@ class PackedSequenceSampler {
     for (std::uint64_t t = num_sequences() * options_.seq_len; t < tokens_;) {
       const std::uint64_t v = window_of(epoch_.token_start, t);
       plan(v, cache);
-      const std::uint64_t local = t - epoch_.token_start[v];
+      const std::uint64_t local = t - epoch_.token_start[static_cast<std::size_t>(v)];
       std::uint64_t i = static_cast<std::uint64_t>(std::upper_bound(cache.prefix_.begin(), cache.prefix_.end(), local) -
                                                    cache.prefix_.begin()) - 1;
       for (; i < cache.documents_.size(); ++i) {
-        if (cache.prefix_[i] >= local && cache.prefix_[i + 1] > cache.prefix_[i]) f(cache.documents_[i]);
+        if (cache.prefix_[static_cast<std::size_t>(i)] >= local &&
+            cache.prefix_[static_cast<std::size_t>(i + 1)] > cache.prefix_[static_cast<std::size_t>(i)])
+          f(cache.documents_[static_cast<std::size_t>(i)]);
       }
-      t = epoch_.token_start[v + 1];
+      t = epoch_.token_start[static_cast<std::size_t>(v + 1)];
     }
   }
 
@@ -361,7 +365,8 @@ class PackedSequenceSampler {
     if (options_.shuffle && docs.size() > 1) {
       const FeistelPermutation shuffle(docs.size(), window_key(v, 0), e.epoch);
       std::vector<std::uint64_t> shuffled(docs.size());
-      for (std::uint64_t i = 0; i < docs.size(); ++i) shuffled[i] = docs[shuffle(i)];
+      for (std::uint64_t i = 0; i < docs.size(); ++i)
+        shuffled[static_cast<std::size_t>(i)] = docs[static_cast<std::size_t>(shuffle(i))];
       docs.swap(shuffled);
     }
     if (options_.mode == PackMode::concat) {
@@ -382,15 +387,20 @@ class PackedSequenceSampler {
       std::vector<std::uint64_t> pos(static_cast<std::size_t>(bins));  // bin -> its place in the window's order
       const bool shuffled = options_.shuffle && bins > 1;
       const FeistelPermutation shuffle = shuffled ? FeistelPermutation(bins, window_key(v, 1), e.epoch) : FeistelPermutation();
-      for (std::uint64_t i = 0; i < bins; ++i) pos[shuffled ? shuffle(i) : i] = i;
+      for (std::uint64_t i = 0; i < bins; ++i) pos[static_cast<std::size_t>(shuffled ? shuffle(i) : i)] = i;
       out.begin_.assign(static_cast<std::size_t>(bins) + 1, 0);
-      for (std::uint64_t b = 0; b < bins; ++b) out.begin_[pos[b] + 1] = at[b + 1];
-      for (std::uint64_t i = 0; i < bins; ++i) out.begin_[i + 1] += out.begin_[i];
+      for (std::uint64_t b = 0; b < bins; ++b)
+        out.begin_[static_cast<std::size_t>(pos[static_cast<std::size_t>(b)] + 1)] =
+            at[static_cast<std::size_t>(b + 1)];
+      for (std::uint64_t i = 0; i < bins; ++i)
+        out.begin_[static_cast<std::size_t>(i + 1)] += out.begin_[static_cast<std::size_t>(i)];
       std::vector<std::uint64_t> fill(out.begin_.begin(), out.begin_.end() - 1);
       out.pieces_.resize(items.size());
       for (std::size_t i = 0; i < items.size(); ++i) {
         const detail::PackItem& it = items[i];
-        out.pieces_[fill[pos[bin_of[i]]]++] = PackPiece{it.document, it.offset, it.length};
+        out.pieces_[static_cast<std::size_t>(
+            fill[static_cast<std::size_t>(pos[static_cast<std::size_t>(bin_of[static_cast<std::size_t>(i)])])]++)] =
+            PackPiece{it.document, it.offset, it.length};
       }
       out.documents_ = std::move(docs);
       out.prefix_.clear();
@@ -409,8 +419,9 @@ class PackedSequenceSampler {
     e.token_start.assign(static_cast<std::size_t>(windows) + 1, 0);
     for (std::uint64_t v = 0; v < windows; ++v) {
       std::uint64_t sum = 0;
-      for (std::uint64_t p = v * per; p < std::min(num_chunks(), (v + 1) * per); ++p) sum += chunk_tokens_[e.chunks.index(p)];
-      e.token_start[v + 1] = e.token_start[v] + sum;
+      for (std::uint64_t p = v * per; p < std::min(num_chunks(), (v + 1) * per); ++p)
+        sum += chunk_tokens_[static_cast<std::size_t>(e.chunks.index(p))];
+      e.token_start[static_cast<std::size_t>(v + 1)] = e.token_start[static_cast<std::size_t>(v)] + sum;
     }
     const std::uint64_t l = options_.seq_len;
     std::uint64_t sequences = tokens_ / l;
@@ -433,7 +444,8 @@ class PackedSequenceSampler {
             if (len != 0) counter.add(static_cast<std::uint32_t>(len));
           }
         }
-        e.sequence_start[v + 1] = e.sequence_start[v] + full + counter.count();
+        e.sequence_start[static_cast<std::size_t>(v + 1)] =
+            e.sequence_start[static_cast<std::size_t>(v)] + full + counter.count();
       }
       sequences = e.sequence_start.back();
     }
@@ -464,8 +476,10 @@ class PackedSequenceSampler {
         const std::uint64_t v = window_of(e.sequence_start, start);
         PackWindow cache;
         plan_in(e, v, cache);
-        std::uint64_t before = e.token_start[v];
-        for (std::uint64_t p = 0; p < cache.begin_[start - e.sequence_start[v]]; ++p) before += cache.pieces_[p].length;
+        std::uint64_t before = e.token_start[static_cast<std::size_t>(v)];
+        for (std::uint64_t p = 0;
+             p < cache.begin_[static_cast<std::size_t>(start - e.sequence_start[static_cast<std::size_t>(v)])]; ++p)
+          before += cache.pieces_[static_cast<std::size_t>(p)].length;
         s.read_tokens -= before;
       } else if (start == sequences) {
         s.read_tokens = 0;

@@ -38,11 +38,15 @@ struct PackMicroBatch {
   /// Tokens of sequence i (< sequences()). O(pieces of it).
   [[nodiscard]] std::uint64_t tokens(std::uint64_t i) const noexcept {
     std::uint64_t t = 0;
-    for (std::uint64_t p = sequence_begin[i]; p < sequence_begin[i + 1]; ++p) t += pieces[p].length;
+    for (std::uint64_t p = sequence_begin[static_cast<std::size_t>(i)];
+         p < sequence_begin[static_cast<std::size_t>(i + 1)]; ++p)
+      t += pieces[static_cast<std::size_t>(p)].length;
     return t;
   }
   /// True when sequence i (< sequences()) is an empty marker.
-  [[nodiscard]] bool empty(std::uint64_t i) const noexcept { return sequence_begin[i] == sequence_begin[i + 1]; }
+  [[nodiscard]] bool empty(std::uint64_t i) const noexcept {
+    return sequence_begin[static_cast<std::size_t>(i)] == sequence_begin[static_cast<std::size_t>(i + 1)];
+  }
   /// Empty markers in the micro-batch.
   [[nodiscard]] std::uint64_t empty_sequences() const noexcept {
     std::uint64_t n = 0;

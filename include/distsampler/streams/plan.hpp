@@ -116,6 +116,11 @@ class StreamPlan {
       : shards_(shards), seed_(options.seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
     if (shards_ == 0) detail::throw_config_error("StreamPlan: shards 0 is too few (expected at least 1)");
     if (consumers_ == 0) detail::throw_config_error("StreamPlan: consumers 0 is too few (expected at least 1)");
+    if (static_cast<std::size_t>(consumers_) != consumers_) {
+      detail::throw_config_error("StreamPlan: consumers " + std::to_string(consumers_) +
+                                 " is too many (expected at most " + std::to_string(SIZE_MAX) +
+                                 ", this platform's size_t)");
+    }
     if (options.share > consumers_) {
       detail::throw_config_error("StreamPlan: share " + std::to_string(options.share) + " is above consumers " +
                                  std::to_string(consumers_) + " (expected 1.." + std::to_string(consumers_) +
@@ -127,7 +132,7 @@ class StreamPlan {
       detail::throw_config_error("StreamPlan: byte_sizes has " + std::to_string(byte_sizes_.size()) + " entries for " +
                                  std::to_string(shards_) + " shards (expected one per shard, or none)");
     }
-    loads_.assign(consumers_, 0);
+    loads_.assign(static_cast<std::size_t>(consumers_), 0);
   }
   /// The plan of StreamOptions{seed} (share 1).
   StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t seed, std::uint64_t consumers)
@@ -152,13 +157,13 @@ class StreamPlan {
       std::vector<StreamPiece> pieces;
       pieces.reserve(at.size());
       for (const auto& a : at) pieces.push_back(a.second);
-      std::vector<std::uint64_t> zero(consumers_, 0);
+      std::vector<std::uint64_t> zero(static_cast<std::size_t>(consumers_), 0);
       dealt[o.pass] = deal(pieces, zero);
     }
     first_fresh_ = next_pass;
     next_deal_ = next_pass;
     dealt_.swap(dealt);
-    loads_.assign(consumers_, 0);
+    loads_.assign(static_cast<std::size_t>(consumers_), 0);
   }
 
   [[nodiscard]] std::uint64_t shards() const noexcept { return shards_; }
@@ -194,7 +199,7 @@ class StreamPlan {
     if (consumer >= consumers_)
       detail::throw_out_of_range("StreamPlan::share", "consumer", consumer, "consumers", consumers_);
     const auto* shares = dealt(pass);
-    return shares == nullptr ? empty_ : (*shares)[consumer];
+    return shares == nullptr ? empty_ : (*shares)[static_cast<std::size_t>(consumer)];
   }
 
   /// Forgets the deals of passes before `pass` (what no consumer reads any more). O(log passes).
@@ -207,7 +212,7 @@ class StreamPlan {
   using Shares = std::vector<std::vector<StreamPiece>>;
 
   [[nodiscard]] std::uint64_t weight(const StreamPiece& p) const noexcept {
-    const std::uint64_t bytes = byte_sizes_.empty() ? 1 : byte_sizes_[p.shard];
+    const std::uint64_t bytes = byte_sizes_.empty() ? 1 : byte_sizes_[static_cast<std::size_t>(p.shard)];
     return std::max<std::uint64_t>(1, bytes / p.parts);
   }
 
@@ -216,22 +221,23 @@ class StreamPlan {
   [[nodiscard]] Shares deal(const std::vector<StreamPiece>& pieces, std::vector<std::uint64_t>& loads) const {
     using Entry = std::pair<std::uint64_t, std::uint64_t>;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-    for (std::uint64_t c = 0; c < consumers_; ++c) heap.emplace(loads[c], c);
+    for (std::size_t c = 0; c < loads.size(); ++c) heap.emplace(loads[c], c);
     std::vector<std::size_t> by_weight(pieces.size());
     for (std::size_t i = 0; i < pieces.size(); ++i) by_weight[i] = i;
     std::stable_sort(by_weight.begin(), by_weight.end(),
                      [&](std::size_t a, std::size_t b) { return weight(pieces[a]) > weight(pieces[b]); });
-    std::vector<std::vector<std::size_t>> picked(consumers_);
+    std::vector<std::vector<std::size_t>> picked(loads.size());
     for (const std::size_t i : by_weight) {
       const Entry top = heap.top();
       heap.pop();
-      picked[top.second].push_back(i);
+      const auto c = static_cast<std::size_t>(top.second);
+      picked[c].push_back(i);
       const std::uint64_t w = weight(pieces[i]);
-      loads[top.second] = top.first > UINT64_MAX - w ? UINT64_MAX : top.first + w;
-      heap.emplace(loads[top.second], top.second);
+      loads[c] = top.first > UINT64_MAX - w ? UINT64_MAX : top.first + w;
+      heap.emplace(loads[c], top.second);
     }
-    Shares shares(consumers_);
-    for (std::uint64_t c = 0; c < consumers_; ++c) {
+    Shares shares(picked.size());
+    for (std::size_t c = 0; c < picked.size(); ++c) {
       std::sort(picked[c].begin(), picked[c].end());
       for (const std::size_t i : picked[c]) shares[c].push_back(pieces[i]);
     }
@@ -246,16 +252,16 @@ class StreamPlan {
     const std::uint64_t s = parts();
     while (next_deal_ <= pass) {
       const FeistelPermutation order(shards_, seed_, next_deal_);
-      Shares shares(consumers_);
+      Shares shares(static_cast<std::size_t>(consumers_));
       if (s == consumers_) {
         // Every consumer reads its part of every shard. The part rotates with the pass and
         // with the shard's position, so the parts holding a shard's last, extra records (the
         // first count mod consumers, unknown before reading) fall on other consumers in each
         // shard instead of on the same few in all of them.
         for (std::uint64_t c = 0; c < consumers_; ++c) {
-          shares[c].reserve(static_cast<std::size_t>(shards_));
-          for (std::uint64_t i = 0; i < shards_; ++i)
-            shares[c].push_back(StreamPiece{order(i), (c + next_deal_ % s + i % s) % s, s, 0});
+          std::vector<StreamPiece>& mine = shares[static_cast<std::size_t>(c)];
+          mine.reserve(static_cast<std::size_t>(shards_));
+          for (std::uint64_t i = 0; i < shards_; ++i) mine.push_back(StreamPiece{order(i), (c + next_deal_ % s + i % s) % s, s, 0});
         }
       } else {
         std::vector<StreamPiece> pieces;

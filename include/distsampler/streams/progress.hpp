@@ -87,7 +87,7 @@ namespace detail {
   for (std::uint64_t q = lo; q <= hi; ++q) {
     std::vector<StreamPiece> pieces;
     for (std::uint64_t c = 0; c < plan.consumers(); ++c) {
-      const StreamProgress& p = progress[c];
+      const StreamProgress& p = progress[static_cast<std::size_t>(c)];
       if (p.pass > q) continue;
       const std::vector<StreamPiece>& share = plan.share(q, c);
       std::size_t from = 0;
@@ -122,8 +122,8 @@ namespace detail {
   state.validate(plan);
   plan.resume(state.next_pass, state.open);
   const std::uint64_t first = state.open.empty() ? state.next_pass : state.open.front().pass;
-  std::vector<StreamProgress> out(plan.consumers());
-  for (std::uint64_t c = 0; c < plan.consumers(); ++c) out[c].pass = first;
+  std::vector<StreamProgress> out(static_cast<std::size_t>(plan.consumers()));
+  for (StreamProgress& p : out) p.pass = first;
   for (std::size_t i = 0; i < state.carries.size(); ++i) out[i % out.size()].carries.push_back(state.carries[i]);
   return out;
 }

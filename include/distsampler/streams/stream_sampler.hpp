@@ -47,7 +47,7 @@ class StreamSampler {
                                  std::to_string(num_workers_) + " overflows 64 bits");
     }
     plan_ = std::make_shared<StreamPlan>(shards, std::move(byte_sizes), world_.world_size * num_workers_, options);
-    std::vector<StreamProgress> start(plan_->consumers());
+    std::vector<StreamProgress> start(static_cast<std::size_t>(plan_->consumers()));
     if (state) start = resume_stream(*plan_, *state);
     for (std::uint64_t w = 0; w < num_workers_; ++w) {
       const std::uint64_t c = world_.rank * num_workers_ + w;

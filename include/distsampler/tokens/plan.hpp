@@ -215,7 +215,7 @@ inline void measure(PlannedMicroBatch& b, const TokenBatchOptions& o, const std:
                     const std::uint32_t* lengths) noexcept {
   std::uint64_t tokens = 0, longest = 0, sum = 0;
   for (std::uint64_t i = b.begin; i < b.end; ++i) {
-    const std::uint64_t len = lengths[samples[i]];
+    const std::uint64_t len = lengths[samples[static_cast<std::size_t>(i)]];
     tokens += len;
     longest = std::max(longest, len);
     sum = add_saturating(sum, o.sample_cost(len));
@@ -235,14 +235,14 @@ inline void even_tail(const std::vector<std::uint64_t>& sorted, const TokenBatch
   if (last < 2 || ends[last - 2].second) return;
   const std::uint64_t begin = last >= 3 ? ends[last - 3].first : 0, end = ends[last - 1].first;
   std::uint64_t cut = ends[last - 2].first, before = 0, after = 0, after_cost = 0;
-  for (std::uint64_t i = begin; i < cut; ++i) before += sorted[i] >> 32;
+  for (std::uint64_t i = begin; i < cut; ++i) before += sorted[static_cast<std::size_t>(i)] >> 32;
   for (std::uint64_t i = cut; i < end; ++i) {
-    after += sorted[i] >> 32;
-    after_cost = add_saturating(after_cost, o.sample_cost(sorted[i] >> 32));
+    after += sorted[static_cast<std::size_t>(i)] >> 32;
+    after_cost = add_saturating(after_cost, o.sample_cost(sorted[static_cast<std::size_t>(i)] >> 32));
   }
-  const std::uint64_t longest = sorted[end - 1] >> 32;
+  const std::uint64_t longest = sorted[static_cast<std::size_t>(end - 1)] >> 32;
   while (cut - begin > 1) {
-    const std::uint64_t d = sorted[cut - 1] >> 32, count = end - cut + 1;
+    const std::uint64_t d = sorted[static_cast<std::size_t>(cut - 1)] >> 32, count = end - cut + 1;
     const std::uint64_t cost =
         o.cost == TokenCost::padded ? count * longest : add_saturating(after_cost, o.sample_cost(d));
     if (cost > o.max_tokens || (o.max_samples != 0 && count > o.max_samples) || after + d > before - d) break;
@@ -266,14 +266,15 @@ inline void cut_sorted(const std::vector<std::uint64_t>& sorted, const TokenBatc
     begin += len;
     count -= len;
     sum = 0;
-    for (std::uint64_t i = begin; i < begin + count; ++i) sum = add_saturating(sum, o.sample_cost(sorted[i] >> 32));
+    for (std::uint64_t i = begin; i < begin + count; ++i)
+      sum = add_saturating(sum, o.sample_cost(sorted[static_cast<std::size_t>(i)] >> 32));
   };
   for (std::uint64_t i = 0; i < sorted.size();) {
-    const std::uint64_t len = sorted[i] >> 32;
+    const std::uint64_t len = sorted[static_cast<std::size_t>(i)] >> 32;
     if (o.sample_cost(len) > o.max_tokens) {
       while (count > 0) emit(count);
       if (o.oversize == Oversize::skip) {
-        skipped.push_back(static_cast<std::uint32_t>(sorted[i]));
+        skipped.push_back(static_cast<std::uint32_t>(sorted[static_cast<std::size_t>(i)]));
       } else {
         ends.emplace_back(i + 1, true);
       }
@@ -319,8 +320,9 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
     piece.oversize = b.oversize;
     const std::uint64_t target = p == pieces ? b.tokens : b.tokens / pieces * p;
     // Each piece takes at least one sample and leaves one for every later piece.
-    while (at < b.end - (pieces - p) && (at == piece.begin || seen + lengths[samples[at]] <= target)) {
-      seen += lengths[samples[at++]];
+    while (at < b.end - (pieces - p) &&
+           (at == piece.begin || seen + lengths[samples[static_cast<std::size_t>(at)]] <= target)) {
+      seen += lengths[samples[static_cast<std::size_t>(at++)]];
     }
     piece.end = at;
     measure(piece, o, samples, lengths);
@@ -354,7 +356,7 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
                                             std::uint64_t world_size) {
   WindowPlan plan;
   std::vector<std::uint64_t> sorted(static_cast<std::size_t>(size));
-  for (std::uint64_t i = 0; i < size; ++i) sorted[i] = (std::uint64_t{lengths[i]} << 32) | i;
+  for (std::uint64_t i = 0; i < size; ++i) sorted[static_cast<std::size_t>(i)] = (std::uint64_t{lengths[i]} << 32) | i;
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<std::uint64_t, bool>> ends;
   std::vector<std::uint32_t> skipped;
@@ -363,7 +365,7 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
   const std::uint64_t natural = ends.size();
   std::vector<std::uint64_t> order(static_cast<std::size_t>(natural));
   const FeistelPermutation shuffle(natural, shuffle_seed, epoch);
-  for (std::uint64_t i = 0; i < natural; ++i) order[i] = o.shuffle ? shuffle(i) : i;
+  for (std::uint64_t i = 0; i < natural; ++i) order[static_cast<std::size_t>(i)] = o.shuffle ? shuffle(i) : i;
   if (longest_to_front && natural > 0) {
     std::swap(order[0], *std::find(order.begin(), order.end(), natural - 1));
   }
@@ -373,15 +375,17 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
   plan.samples.reserve(static_cast<std::size_t>(size));
   std::uint64_t seen = 0;
   for (const std::uint64_t id : order) {
-    const std::uint64_t b = id == 0 ? 0 : ends[id - 1].first, e = ends[id].first;
+    const std::uint64_t b = id == 0 ? 0 : ends[static_cast<std::size_t>(id - 1)].first,
+                        e = ends[static_cast<std::size_t>(id)].first;
     const std::uint64_t drop = resume_offset > seen ? std::min(resume_offset - seen, e - b) : 0;
     seen += e - b;
     if (drop == e - b) continue;
     PlannedMicroBatch mb;
     mb.begin = plan.samples.size();
-    for (std::uint64_t i = b + drop; i < e; ++i) plan.samples.push_back(static_cast<std::uint32_t>(sorted[i]));
+    for (std::uint64_t i = b + drop; i < e; ++i)
+      plan.samples.push_back(static_cast<std::uint32_t>(sorted[static_cast<std::size_t>(i)]));
     mb.end = plan.samples.size();
-    mb.oversize = ends[id].second;
+    mb.oversize = ends[static_cast<std::size_t>(id)].second;
     detail::measure(mb, o, plan.samples, lengths);
     batches.push_back(mb);
   }
@@ -397,7 +401,7 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
     // Merging r adjacent pairs reaches the lower multiple; only worth it when all r fit.
     std::vector<std::uint64_t> merge_at;
     for (std::uint64_t i = 0; i + 1 < c && merge_at.size() < r; ++i) {
-      const PlannedMicroBatch &a = batches[i], &b = batches[i + 1];
+      const PlannedMicroBatch &a = batches[static_cast<std::size_t>(i)], &b = batches[static_cast<std::size_t>(i + 1)];
       if (a.oversize || b.oversize) continue;
       const std::uint64_t n = a.size() + b.size();
       const std::uint64_t cost = o.cost == TokenCost::padded ? n * std::max(a.padded / a.size(), b.padded / b.size())
@@ -409,9 +413,9 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
     if (merge_at.size() == r) {
       std::size_t m = 0;
       for (std::uint64_t i = 0; i < c; ++i) {
-        PlannedMicroBatch mb = batches[i];
+        PlannedMicroBatch mb = batches[static_cast<std::size_t>(i)];
         if (m < merge_at.size() && merge_at[m] == i) {
-          mb.end = batches[++i].end;
+          mb.end = batches[static_cast<std::size_t>(++i)].end;
           ++m;
         }
         detail::measure(mb, o, plan.samples, lengths);
@@ -423,7 +427,9 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
       std::vector<std::uint64_t> pieces(static_cast<std::size_t>(c), 1);
       std::vector<detail::SplitCandidate> heap;
       for (std::uint64_t i = protect; i < c; ++i) {
-        if (batches[i].size() >= 2) heap.push_back({batches[i].tokens, batches[i].size(), 1, i});
+        if (batches[static_cast<std::size_t>(i)].size() >= 2)
+          heap.push_back(
+              {batches[static_cast<std::size_t>(i)].tokens, batches[static_cast<std::size_t>(i)].size(), 1, i});
       }
       std::make_heap(heap.begin(), heap.end());
       while (want > 0 && !heap.empty()) {
@@ -431,7 +437,7 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
         detail::SplitCandidate top = heap.back();
         heap.pop_back();
         ++top.pieces;
-        pieces[top.id] = top.pieces;
+        pieces[static_cast<std::size_t>(top.id)] = top.pieces;
         --want;
         ++plan.splits;
         if (top.pieces < top.size) {
@@ -440,10 +446,11 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
         }
       }
       for (std::uint64_t i = 0; i < c; ++i) {
-        if (pieces[i] == 1) {
-          next.push_back(batches[i]);
+        if (pieces[static_cast<std::size_t>(i)] == 1) {
+          next.push_back(batches[static_cast<std::size_t>(i)]);
         } else {
-          detail::cut_pieces(batches[i], pieces[i], o, plan.samples, lengths, next);
+          detail::cut_pieces(batches[static_cast<std::size_t>(i)], pieces[static_cast<std::size_t>(i)], o, plan.samples,
+                             lengths, next);
         }
       }
       plan.empties = want;
@@ -463,14 +470,18 @@ inline void cut_pieces(const PlannedMicroBatch& b, std::uint64_t pieces, const T
   std::vector<std::uint32_t> ids(static_cast<std::size_t>(world_size)), ranks(ids.size());
   for (std::uint64_t first = 0; first < plan.batches.size(); first += world_size) {
     if ((first / world_size) % o.accumulation_steps == 0) std::fill(total.begin(), total.end(), 0);
-    for (std::uint64_t i = 0; i < world_size; ++i) ids[i] = ranks[i] = static_cast<std::uint32_t>(i);
+    for (std::uint64_t i = 0; i < world_size; ++i)
+      ids[static_cast<std::size_t>(i)] = ranks[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i);
     std::stable_sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return plan.batches[first + a].cost > plan.batches[first + b].cost;
+      return plan.batches[static_cast<std::size_t>(first + a)].cost >
+             plan.batches[static_cast<std::size_t>(first + b)].cost;
     });
     std::stable_sort(ranks.begin(), ranks.end(), [&](std::uint32_t a, std::uint32_t b) { return total[a] < total[b]; });
     for (std::uint64_t i = 0; i < world_size; ++i) {
-      plan.deal[first + ranks[i]] = static_cast<std::uint32_t>(first + ids[i]);
-      total[ranks[i]] += plan.batches[first + ids[i]].cost;
+      plan.deal[static_cast<std::size_t>(first + ranks[static_cast<std::size_t>(i)])] =
+          static_cast<std::uint32_t>(first + ids[static_cast<std::size_t>(i)]);
+      total[ranks[static_cast<std::size_t>(i)]] +=
+          plan.batches[static_cast<std::size_t>(first + ids[static_cast<std::size_t>(i)])].cost;
     }
   }
   return plan;

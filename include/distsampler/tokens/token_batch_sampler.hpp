@@ -19,59 +19,12 @@
 #include "../feistel.hpp"
 #include "../options.hpp"
 #include "../state.hpp"
+#include "micro_batch.hpp"
 #include "plan.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
-
-/// A read-only view of per-sample lengths: any contiguous memory (a vector, a
-/// memory-mapped file of native-endian 32-bit values). The memory must outlive the sampler.
-struct LengthView {
-  const std::uint32_t* data = nullptr;
-  std::uint64_t size = 0;
-
-  constexpr LengthView() noexcept = default;
-  constexpr LengthView(const std::uint32_t* values, std::uint64_t count) noexcept : data(values), size(count) {}
-  LengthView(const std::vector<std::uint32_t>& values) noexcept  // NOLINT: implicit by design
-      : data(values.data()), size(values.size()) {}
-};
-
-/// One micro-batch a rank reads: dataset indices (none for an empty micro-batch, the
-/// marker a rank gets when the window had fewer micro-batches than ranks need; run it as
-/// a step with zero loss weight, or skip the forward pass but join the collectives).
-struct TokenMicroBatch {
-  std::vector<std::uint64_t> indices;
-  std::uint64_t tokens = 0;  ///< sum of the lengths
-  std::uint64_t padded = 0;  ///< count x longest length
-  bool oversize = false;     ///< one sample over the budget (Oversize::own_batch)
-
-  [[nodiscard]] bool empty() const noexcept { return indices.empty(); }
-};
-
-/// What an epoch's plan holds, over every rank (the same on every rank), from the
-/// sampler's start on.
-struct TokenEpochStats {
-  std::uint64_t steps = 0;
-  std::uint64_t micro_batches = 0;        ///< steps x world_size x accumulation_steps, empties included
-  std::uint64_t empty_micro_batches = 0;  ///< markers for ranks short of a micro-batch
-  std::uint64_t splits = 0;               ///< micro-batches added by splitting to balance
-  std::uint64_t merges = 0;               ///< micro-batches removed by merging to balance
-  std::uint64_t skipped_samples = 0;      ///< over the budget under Oversize::skip
-  std::uint64_t oversize_batches = 0;     ///< lone samples over the budget (Oversize::own_batch)
-  std::uint64_t tokens = 0;               ///< real tokens read
-  std::uint64_t padded = 0;               ///< padded tokens (count x longest per micro-batch)
-  /// Over the steps where every rank has tokens: the largest and the mean of (most real
-  /// tokens of a rank in the step) / (fewest); 1 is perfect balance.
-  double max_step_ratio = 1.0;
-  double mean_step_ratio = 1.0;
-  std::uint64_t steps_with_empty_rank = 0;  ///< steps where some rank reads no token
-
-  /// tokens / padded: 1 when no padding is needed.
-  [[nodiscard]] double padding_efficiency() const noexcept {
-    return padded == 0 ? 1.0 : static_cast<double>(tokens) / static_cast<double>(padded);
-  }
-};
 
 /// The planned window that holds a range of steps: what a reader keeps while it walks them.
 /// Holds its own copy of the epoch's order, so it stays valid whatever the sampler does.
@@ -83,7 +36,9 @@ class TokenWindow {
   [[nodiscard]] const WindowPlan& plan() const noexcept { return plan_; }
   /// The dataset index of plan().samples[i] (the micro-batches' samples, then the skipped
   /// ones). Precondition: i < plan().samples.size(). O(1).
-  [[nodiscard]] std::uint64_t index_of(std::uint64_t i) const { return order_.index(position_ + plan_.samples[i]); }
+  [[nodiscard]] std::uint64_t index_of(std::uint64_t i) const {
+    return order_.index(position_ + plan_.samples[static_cast<std::size_t>(i)]);
+  }
 
   /// Micro-batch k of `step` for `rank`. Throws std::out_of_range outside the window,
   /// for k >= accumulation_steps or rank >= world_size. O(micro-batch size).
@@ -94,11 +49,13 @@ class TokenWindow {
                               std::to_string(first_step_) + ".." + std::to_string(end_step()) + " exclusive, k < " +
                               std::to_string(accumulation_) + ", rank < " + std::to_string(world_size_) + ")");
     }
-    const PlannedMicroBatch& b =
-        plan_.batches[plan_.deal[((step - first_step_) * accumulation_ + k) * world_size_ + rank]];
+    const PlannedMicroBatch& b = plan_.batches[plan_.deal[static_cast<std::size_t>(
+        ((step - first_step_) * accumulation_ + k) * world_size_ + rank)]];
     TokenMicroBatch out;
     out.indices.resize(static_cast<std::size_t>(b.size()));
-    for (std::uint64_t i = 0; i < b.size(); ++i) out.indices[i] = order_.index(position_ + plan_.samples[b.begin + i]);
+    for (std::uint64_t i = 0; i < b.size(); ++i)
+      out.indices[static_cast<std::size_t>(i)] =
+          order_.index(position_ + plan_.samples[static_cast<std::size_t>(b.begin + i)]);
     out.tokens = b.tokens;
     out.padded = b.padded;
     out.oversize = b.oversize;
@@ -240,11 +197,14 @@ class TokenBatchSampler {
     std::uint64_t consumed = n_;
     if (steps_done < steps) {
       const std::uint64_t v = visit_of_step(steps_done);
-      consumed = epoch_.sample_start[v] + (v == 0 ? epoch_.offset : 0);
-      const std::uint64_t t = steps_done - epoch_.step_start[v];
+      consumed = epoch_.sample_start[static_cast<std::size_t>(v)] + (v == 0 ? epoch_.offset : 0);
+      const std::uint64_t t = steps_done - epoch_.step_start[static_cast<std::size_t>(v)];
       if (t > 0 || micro_batches_done > 0) {
         const TokenWindow w = plan(v);
-        consumed += w.plan_.batches[(t * options_.accumulation_steps + micro_batches_done) * world_.world_size].begin;
+        consumed += w.plan_
+                        .batches[static_cast<std::size_t>((t * options_.accumulation_steps + micro_batches_done) *
+                                                          world_.world_size)]
+                        .begin;
       }
     }
     SamplerState s = epoch_.order.state(family, Tail::uneven, consumed);
@@ -401,7 +361,8 @@ class TokenBatchSampler {
     positions.resize(static_cast<std::size_t>(size));
     lens.resize(static_cast<std::size_t>(size));
     order.fill(first, size, positions.data(), 1);
-    for (std::uint64_t i = 0; i < size; ++i) lens[i] = lengths_.data[positions[i]];
+    for (std::uint64_t i = 0; i < size; ++i)
+      lens[static_cast<std::size_t>(i)] = lengths_.data[positions[static_cast<std::size_t>(i)]];
     TokenWindow out;
     out.plan_ = plan_window(lens.data(), size, options_, detail::splitmix64(options_.seed ^ detail::splitmix64(w)),
                             order.epoch(), options_.longest_first && v == 0, offset, world_.world_size);
@@ -417,7 +378,7 @@ class TokenBatchSampler {
     std::vector<std::uint32_t> lens;
     TokenWindow w = plan_visit(epoch_.order, epoch_.first_visit + local_visit, local_visit == 0 ? epoch_.offset : 0,
                                positions, lens);
-    w.first_step_ = epoch_.step_start[local_visit];
+    w.first_step_ = epoch_.step_start[static_cast<std::size_t>(local_visit)];
     return w;
   }
 
@@ -465,7 +426,8 @@ class TokenBatchSampler {
       for (std::uint64_t first = 0; first < p.batches.size(); first += group) {
         std::fill(rank_tokens.begin(), rank_tokens.end(), 0);
         for (std::uint64_t i = 0; i < group; ++i)
-          rank_tokens[i % world_.world_size] += p.batches[p.deal[first + i]].tokens;
+          rank_tokens[static_cast<std::size_t>(i % world_.world_size)] +=
+              p.batches[p.deal[static_cast<std::size_t>(first + i)]].tokens;
         const auto [lo, hi] = std::minmax_element(rank_tokens.begin(), rank_tokens.end());
         if (*lo == 0) {
           ++s.steps_with_empty_rank;

@@ -50,7 +50,9 @@ inline void sort_longest_first(std::vector<PackItem>& items, std::vector<PackIte
     std::array<std::uint64_t, 4097> start{};
     for (const PackItem& it : items) ++start[((0xffffffu - it.length) >> shift & 0xfffu) + 1];
     for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
-    for (const PackItem& it : items) scratch[start[(0xffffffu - it.length) >> shift & 0xfffu]++] = it;
+    for (const PackItem& it : items)
+      scratch[static_cast<std::size_t>(start[static_cast<std::size_t>((0xffffffu - it.length) >> shift & 0xfffu)]++)] =
+          it;
     items.swap(scratch);
   }
 }

@@ -63,7 +63,7 @@ struct LengthScan {
         }
       }
     }
-    out.chunk_tokens[first / c] = sum;
+    out.chunk_tokens[static_cast<std::size_t>(first / c)] = sum;
     out.tokens += sum;
   }
   std::uint64_t h = 0;
