@@ -5,10 +5,16 @@
 // tests/arch/compare.sh builds it natively, with DISTSAMPLER_PORTABLE_U128, for i686 and
 // for s390x (big-endian) and compares the printed lines: no expected value is stored.
 #include <distsampler/distsampler.hpp>
+#include <distsampler/files/index_builder.hpp>
+#include <distsampler/files/index_cache.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -311,6 +317,119 @@ void states(Digest& d) {
   }
 }
 
+// Shard files written byte by byte (little-endian where the formats say so), then indexed:
+// the records' spans, tar keys and members, dtypes and row shapes must not depend on the
+// host's byte order or size_t. The index cache round-trips on each host too.
+class Bytes {
+ public:
+  Bytes& le(std::uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) b.push_back(static_cast<char>(v >> (8 * i) & 0xffu));
+    return *this;
+  }
+  Bytes& text(const std::string& t) {
+    b += t;
+    return *this;
+  }
+  void write(const std::string& path) const {
+    std::ofstream f(path, std::ios::binary);
+    f.write(b.data(), static_cast<std::streamsize>(b.size()));
+  }
+  std::string b;
+};
+
+// One ustar member: a 512-byte header (octal size, checksum) and its data padded to 512.
+void tar_member(Bytes& out, const std::string& name, const std::string& data) {
+  std::string h(512, '\0');
+  std::memcpy(&h[0], name.data(), name.size());
+  std::memcpy(&h[100], "0000644", 7);
+  std::memcpy(&h[108], "0000000", 7);
+  std::memcpy(&h[116], "0000000", 7);
+  char field[13];
+  std::snprintf(field, sizeof field, "%011llo", static_cast<unsigned long long>(data.size()));
+  std::memcpy(&h[124], field, 11);
+  std::memcpy(&h[136], "00000000000", 11);
+  h[156] = '0';
+  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memset(&h[148], ' ', 8);
+  unsigned sum = 0;
+  for (const char c : h) sum += static_cast<unsigned char>(c);
+  std::snprintf(field, sizeof field, "%06o", sum);
+  std::memcpy(&h[148], field, 7);  // six digits, then NUL; the space stays
+  out.text(h).text(data).text(std::string((512 - data.size() % 512) % 512, '\0'));
+}
+
+void add_index(Digest& d, const ds::ShardIndex& x) {
+  d.add(std::string(ds::format_name(x.format)));
+  d.add(x.data_size);
+  for (const ds::RecordSpan& r : x.records) {
+    d.add(r.offset);
+    d.add(r.size);
+  }
+  for (const std::string& k : x.keys) d.add(k);
+  d.add_all(x.member_begin);
+  for (const ds::TarMember& m : x.members) {
+    d.add(m.suffix);
+    d.add(m.offset);
+    d.add(m.size);
+  }
+  d.add(x.dtype);
+  d.add_all(x.row_shape);
+}
+
+bool files(Digest& d) {
+  char dir_template[] = "/tmp/distsampler-digests-XXXXXX";
+  const char* made = ::mkdtemp(dir_template);
+  if (made == nullptr) return false;
+  const std::string dir = made;
+  const std::vector<std::uint64_t> sizes = draws(11, 9, 300);
+  Bytes jsonl, idx, bin, npy, tar;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    jsonl.text("{\"id\": " + std::to_string(i) + ", \"text\": \"" + std::string(static_cast<std::size_t>(sizes[i] % 40), 'x') + "\"}\n");
+  }
+  idx.text(std::string("MMIDIDX\0\0", 9)).le(1, 8).le(4, 1).le(sizes.size(), 8).le(sizes.size() + 1, 8);
+  std::uint64_t pointer = 0;
+  for (const std::uint64_t s : sizes) idx.le(s + 1, 4);
+  for (const std::uint64_t s : sizes) {
+    idx.le(pointer, 8);
+    pointer += (s + 1) * 4;
+  }
+  for (std::uint64_t i = 0; i <= sizes.size(); ++i) idx.le(i, 8);
+  bin.text(std::string(static_cast<std::size_t>(pointer), '\1'));
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (7, 3), }";
+  header += std::string(63 - (10 + header.size()) % 64, ' ') + "\n";
+  npy.text("\x93NUMPY").le(1, 1).le(0, 1).le(header.size(), 2).text(header).text(std::string(7 * 3 * 4, '\2'));
+  for (std::size_t i = 0; i < 5; ++i) {
+    const std::string key = "sample" + std::to_string(i);
+    tar_member(tar, key + ".txt", std::string(static_cast<std::size_t>(sizes[i]), 't'));
+    tar_member(tar, key + ".cls", std::to_string(i % 3));
+  }
+  tar.text(std::string(1024, '\0'));
+  jsonl.write(dir + "/a.jsonl");
+  idx.write(dir + "/b.idx");
+  bin.write(dir + "/b.bin");
+  npy.write(dir + "/c.npy");
+  tar.write(dir + "/d.tar");
+  bool ok = true;
+  for (const char* name : {"a.jsonl", "b.idx", "c.npy", "d.tar"}) {
+    const std::string path = dir + "/" + name, cache = path + ".dsidx";
+    ds::IndexOptions o;
+    o.cache = ds::CacheMode::off;
+    const ds::ShardIndex built = ds::index_shard(path, o);
+    add_index(d, built);
+    ds::save_index(built, cache);
+    const std::optional<ds::ShardIndex> loaded = ds::load_index(path, cache);
+    if (!loaded || !(*loaded == built)) {
+      std::fprintf(stderr, "digests: the cached index of %s differs from the one built\n", name);
+      ok = false;
+    }
+    std::remove(cache.c_str());
+    std::remove(path.c_str());
+  }
+  std::remove((dir + "/b.bin").c_str());
+  ::rmdir(dir.c_str());
+  return ok;
+}
+
 }  // namespace
 
 // On a 32-bit size_t, a stream of more consumers than a vector can index is refused.
@@ -359,6 +478,9 @@ int main() {
   streams_d.print("streams");
   states(states_d);
   states_d.print("states");
+  Digest files_d;
+  if (!files(files_d)) return 1;
+  files_d.print("files");
   // Describes the build; compare.sh leaves this line out of the comparison.
   const std::uint16_t one = 1;
   unsigned char first = 0;
