@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch_guard.hpp>
 
+#include "../mesh_test_samplers.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -13,43 +15,7 @@
 namespace ds = distsampler;
 namespace guard = distsampler::torch_guard;
 
-namespace {
-
-constexpr std::uint64_t n = 1003;
-
-ds::DistributedSampler<> plain(const ds::World& world, std::uint64_t seed) {
-  return ds::DistributedSampler<>(n, world, ds::SamplerOptions().with_seed(seed));
-}
-
-ds::DistributedBatchSampler<> batches(const ds::World& world, std::uint64_t micro_batch) {
-  return ds::DistributedBatchSampler<>(
-      n, world, ds::BatchSamplerOptions().with_seed(42).with_micro_batch_size(micro_batch).with_accumulation_steps(2));
-}
-
-// A DistributedSampler built for `source` that names itself rank `claimed` of its world:
-// what a rank reads that passed another data rank to its sampler but reports the right one.
-struct Claimed {
-  ds::DistributedSampler<> inner;
-  ds::World source;
-  std::uint64_t claimed = 0;
-  [[nodiscard]] ds::StateKey key() const noexcept { return inner.key(); }
-  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return inner.dataset_size(); }
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return inner.epoch(); }
-  [[nodiscard]] std::uint64_t start() const noexcept { return inner.start(); }
-  [[nodiscard]] std::uint64_t rank() const noexcept { return claimed; }
-  [[nodiscard]] std::uint64_t world_size() const noexcept { return source.world_size; }
-};
-
-// Claimed's reads: its inner sampler's, over the World it was built for (found by argument-dependent lookup).
-ds::ReadSums segment_sums(const Claimed& s, const ds::World&) { return ds::segment_sums(s.inner, s.source); }
-
-// Data rank `data` (its sampler built for data rank `source_rank` when `lies`) under its own name.
-Claimed claimed(const ds::World& data, bool lies, std::uint64_t source_rank) {
-  const ds::World source = lies ? ds::World(source_rank, data.world_size) : data;
-  return Claimed{plain(source, 42), source, data.rank};
-}
-
-}  // namespace
+using namespace mesh_test;  // plain, batches, Claimed, claimed and n
 
 int main(int argc, char** argv) {
   if (argc != 2) {
