@@ -427,25 +427,16 @@ class PackedSequenceSampler {
     std::uint64_t sequences = tokens_ / l;
     if (options_.mode == PackMode::best_fit) {
       e.sequence_start.assign(static_cast<std::size_t>(windows) + 1, 0);
-      // Each window's sequence count, without placing its pieces: the count depends only on
-      // the multiset of piece lengths, read chunk after chunk (sequential within a chunk).
+      // Each window's sequence count, without placing its pieces (chunk after chunk).
       detail::BestFitCounter counter(l);
       for (std::uint64_t v = 0; v < windows; ++v) {
-        std::uint64_t full = 0;  // pieces of exactly L: one sequence each
-        const std::uint64_t first = v * per, end = std::min(num_chunks(), first + per);
-        for (std::uint64_t p = first; p < end; ++p) {
-          const std::uint64_t c = e.chunks.index(p), begin = c * options_.chunk, stop = std::min(n_, begin + options_.chunk);
-          for (std::uint64_t d = begin; d < stop; ++d) {
-            std::uint64_t len = lengths_.data[d];
-            if (len >= l) {
-              full += len / l;
-              len %= l;
-            }
-            if (len != 0) counter.add(static_cast<std::uint32_t>(len));
-          }
+        for (std::uint64_t p = v * per; p < std::min(num_chunks(), (v + 1) * per); ++p) {
+          const std::uint64_t begin = e.chunks.index(p) * options_.chunk;
+          const std::uint64_t stop = std::min(n_, begin + options_.chunk);
+          for (std::uint64_t d = begin; d < stop; ++d) counter.add_document(lengths_.data[d]);
         }
-        e.sequence_start[static_cast<std::size_t>(v + 1)] =
-            e.sequence_start[static_cast<std::size_t>(v)] + full + counter.count();
+        const auto at = static_cast<std::size_t>(v);
+        e.sequence_start[at + 1] = e.sequence_start[at] + counter.count();
       }
       sequences = e.sequence_start.back();
     }

@@ -168,9 +168,20 @@ class BestFitCounter {
     if (items_[length]++ == 0) item_bits_[length >> 6] |= std::uint64_t{1} << (length & 63);
   }
 
+  // A document of `length` tokens cut into pieces of at most capacity: its full pieces
+  // (a bin each) counted at once, its rest added as one item.
+  void add_document(std::uint64_t length) noexcept {
+    if (length >= capacity_) {
+      full_ += length / capacity_;
+      length %= capacity_;
+    }
+    if (length != 0) add(static_cast<std::uint32_t>(length));
+  }
+
   // The bins for the items added since the last call; the counter is empty afterwards.
   std::uint64_t count() noexcept {
-    std::uint64_t bins = 0;
+    std::uint64_t bins = full_;
+    full_ = 0;
     for (std::size_t w = item_bits_.size(); w-- > 0;) {
       while (item_bits_[w] != 0) {
         const unsigned b = highest_bit(item_bits_[w]);
@@ -249,6 +260,7 @@ class BestFitCounter {
   }
 
   std::uint32_t capacity_;
+  std::uint64_t full_ = 0;                // full pieces of documents added
   std::vector<std::uint64_t> items_;      // per length: items of it
   std::vector<std::uint64_t> item_bits_;  // length x has items
   std::vector<std::uint64_t> rooms_;      // per room: open bins with it
