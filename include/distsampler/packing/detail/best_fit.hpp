@@ -57,6 +57,59 @@ inline void sort_longest_first(std::vector<PackItem>& items, std::vector<PackIte
   }
 }
 
+// The rooms 0..capacity that have open bins, as a two-level bitset: the least room >= x
+// in O(capacity / 4096) words at worst. Shared by the packer and the counter.
+class RoomBits {
+ public:
+  static constexpr std::uint32_t none = 0xffffffffu;
+
+  explicit RoomBits(std::uint64_t capacity)
+      : bits0_(static_cast<std::size_t>(capacity) / 64 + 1, 0), bits1_(bits0_.size() / 64 + 1, 0) {}
+
+  void set(std::uint32_t c) noexcept {
+    bits0_[c >> 6] |= std::uint64_t{1} << (c & 63);
+    bits1_[c >> 12] |= std::uint64_t{1} << ((c >> 6) & 63);
+  }
+  void reset(std::uint32_t c) noexcept {
+    bits0_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+    if (bits0_[c >> 6] == 0) bits1_[c >> 12] &= ~(std::uint64_t{1} << ((c >> 6) & 63));
+  }
+  // Clears the words holding room c, whatever else they hold (for emptying after a call).
+  void clear_words_of(std::uint32_t c) noexcept {
+    bits0_[c >> 6] = 0;
+    bits1_[c >> 12] = 0;
+  }
+  // Calls f(c) for every room set, then clears them all: O(capacity / 64 + rooms).
+  template <class F>
+  void drain(F f) noexcept {
+    for (std::size_t w = 0; w < bits0_.size(); ++w) {
+      for (std::uint64_t m = bits0_[w]; m != 0; m &= m - 1) f(static_cast<std::uint32_t>(w * 64 + lowest_bit(m)));
+      bits0_[w] = 0;
+    }
+    for (auto& v : bits1_) v = 0;
+  }
+  // The least room c >= x that is set, or none.
+  [[nodiscard]] std::uint32_t least_at_least(std::uint32_t x) const noexcept {
+    std::size_t w = x >> 6;
+    const std::uint64_t here = bits0_[w] & (~std::uint64_t{0} << (x & 63));
+    if (here != 0) return static_cast<std::uint32_t>(w * 64 + lowest_bit(here));
+    ++w;  // the next non-empty word of bits0_, found through bits1_
+    if (w >= bits0_.size()) return none;
+    std::size_t j = w >> 6;
+    std::uint64_t m = bits1_[j] & (~std::uint64_t{0} << (w & 63));
+    while (m == 0) {
+      if (++j >= bits1_.size()) return none;
+      m = bits1_[j];
+    }
+    const std::size_t word = j * 64 + lowest_bit(m);
+    return static_cast<std::uint32_t>(word * 64 + lowest_bit(bits0_[word]));
+  }
+
+ private:
+  std::vector<std::uint64_t> bits0_;  // room c is set
+  std::vector<std::uint64_t> bits1_;  // word c/64 of bits0_ is non-zero
+};
+
 // Best-fit decreasing into bins of `capacity` tokens: each item (longest first) goes to the
 // bin with the least room that still fits it (the most recently filled of those), else to
 // a new bin. Bins with the same room sit on one stack; a two-level bitset finds the least
@@ -67,8 +120,7 @@ class BestFitPacker {
   explicit BestFitPacker(std::uint64_t capacity)
       : capacity_(static_cast<std::uint32_t>(capacity)),
         head_(static_cast<std::size_t>(capacity) + 1, none),
-        bits0_(static_cast<std::size_t>(capacity) / 64 + 1),
-        bits1_(bits0_.size() / 64 + 1) {}
+        rooms_(capacity) {}
 
   // bin_of[i] = the bin of items[i] (items sorted longest first, lengths 1..capacity);
   // returns the number of bins, numbered in the order they were opened.
@@ -78,7 +130,7 @@ class BestFitPacker {
     next_.clear();
     for (std::size_t i = 0; i < items.size(); ++i) {
       const std::uint32_t x = items[i].length;
-      const std::uint32_t c = least_room_at_least(x);
+      const std::uint32_t c = rooms_.least_at_least(x);
       std::uint32_t bin;
       if (c == none) {
         bin = static_cast<std::uint32_t>(room_.size());
@@ -95,51 +147,29 @@ class BestFitPacker {
     for (std::uint32_t bin = 0; bin < room_.size(); ++bin) {
       const std::uint32_t c = room_[bin];
       head_[c] = none;
-      bits0_[c >> 6] = 0;
-      bits1_[c >> 12] = 0;
+      rooms_.clear_words_of(c);
     }
     return static_cast<std::uint32_t>(room_.size());
   }
 
  private:
-  static constexpr std::uint32_t none = 0xffffffffu;
+  static constexpr std::uint32_t none = RoomBits::none;
 
   void push(std::uint32_t c, std::uint32_t bin) noexcept {
     next_[bin] = head_[c];
     head_[c] = bin;
-    bits0_[c >> 6] |= std::uint64_t{1} << (c & 63);
-    bits1_[c >> 12] |= std::uint64_t{1} << ((c >> 6) & 63);
+    rooms_.set(c);
   }
   std::uint32_t pop(std::uint32_t c) noexcept {
     const std::uint32_t bin = head_[c];
     head_[c] = next_[bin];
-    if (head_[c] == none) {
-      bits0_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-      if (bits0_[c >> 6] == 0) bits1_[c >> 12] &= ~(std::uint64_t{1} << ((c >> 6) & 63));
-    }
+    if (head_[c] == none) rooms_.reset(c);
     return bin;
-  }
-  // The least room c >= x of an open bin, or none.
-  [[nodiscard]] std::uint32_t least_room_at_least(std::uint32_t x) const noexcept {
-    std::size_t w = x >> 6;
-    const std::uint64_t here = bits0_[w] & (~std::uint64_t{0} << (x & 63));
-    if (here != 0) return static_cast<std::uint32_t>(w * 64 + lowest_bit(here));
-    ++w;  // the next non-empty word of bits0_, found through bits1_
-    if (w >= bits0_.size()) return none;
-    std::size_t j = w >> 6;
-    std::uint64_t m = bits1_[j] & (~std::uint64_t{0} << (w & 63));
-    while (m == 0) {
-      if (++j >= bits1_.size()) return none;
-      m = bits1_[j];
-    }
-    const std::size_t word = j * 64 + lowest_bit(m);
-    return static_cast<std::uint32_t>(word * 64 + lowest_bit(bits0_[word]));
   }
 
   std::uint32_t capacity_;
   std::vector<std::uint32_t> head_;  // per room: the top bin of its stack
-  std::vector<std::uint64_t> bits0_;  // room c has bins
-  std::vector<std::uint64_t> bits1_;  // word c/64 of bits0_ is non-zero
+  RoomBits rooms_;                   // rooms with a non-empty stack
   std::vector<std::uint32_t> room_;   // per bin
   std::vector<std::uint32_t> next_;   // per bin: the next bin down its stack
 };
@@ -159,9 +189,8 @@ class BestFitCounter {
       : capacity_(static_cast<std::uint32_t>(capacity)),
         items_(static_cast<std::size_t>(capacity) + 1, 0),
         item_bits_(static_cast<std::size_t>(capacity) / 64 + 1, 0),
-        rooms_(static_cast<std::size_t>(capacity) + 1, 0),
-        bits0_(static_cast<std::size_t>(capacity) / 64 + 1, 0),
-        bits1_(bits0_.size() / 64 + 1, 0) {}
+        bins_(static_cast<std::size_t>(capacity) + 1, 0),
+        rooms_(capacity) {}
 
   // One item of `length` tokens (1..capacity).
   void add(std::uint32_t length) noexcept {
@@ -192,28 +221,24 @@ class BestFitCounter {
         bins += place(x, k);
       }
     }
-    for (std::size_t w = 0; w < bits0_.size(); ++w) {  // empty the room table: O(capacity / 64 + rooms)
-      for (std::uint64_t m = bits0_[w]; m != 0; m &= m - 1) rooms_[w * 64 + lowest_bit(m)] = 0;
-      bits0_[w] = 0;
-    }
-    for (auto& v : bits1_) v = 0;
+    rooms_.drain([this](std::uint32_t c) { bins_[c] = 0; });  // O(capacity / 64 + rooms)
     return bins;
   }
 
  private:
-  static constexpr std::uint32_t none = 0xffffffffu;
+  static constexpr std::uint32_t none = RoomBits::none;
 
   // Places k items of length x; returns the bins opened.
   std::uint64_t place(std::uint32_t x, std::uint64_t k) noexcept {
     while (k > 0) {
-      const std::uint32_t c = least_room_at_least(x);
+      const std::uint32_t c = rooms_.least_at_least(x);
       if (c == none) {  // new bins, floor(capacity / x) items each, the last one the rest
         const std::uint64_t per = capacity_ / x, full = k / per, rest = k % per;
         add_rooms(static_cast<std::uint32_t>(capacity_ - per * x), full);
         if (rest != 0) add_rooms(static_cast<std::uint32_t>(capacity_ - rest * x), 1);
         return full + (rest != 0 ? 1u : 0u);
       }
-      const std::uint64_t have = rooms_[c], per = c / x, full = std::min(have, k / per);
+      const std::uint64_t have = bins_[c], per = c / x, full = std::min(have, k / per);
       if (full > 0) {
         take_rooms(c, full);
         add_rooms(static_cast<std::uint32_t>(c - per * x), full);
@@ -229,43 +254,19 @@ class BestFitCounter {
   }
   void add_rooms(std::uint32_t c, std::uint64_t n) noexcept {
     if (c == 0 || n == 0) return;  // a full bin takes nothing more
-    if (rooms_[c] == 0) {
-      bits0_[c >> 6] |= std::uint64_t{1} << (c & 63);
-      bits1_[c >> 12] |= std::uint64_t{1} << ((c >> 6) & 63);
-    }
-    rooms_[c] += n;
+    if (bins_[c] == 0) rooms_.set(c);
+    bins_[c] += n;
   }
   void take_rooms(std::uint32_t c, std::uint64_t n) noexcept {
-    rooms_[c] -= n;
-    if (rooms_[c] == 0) {
-      bits0_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-      if (bits0_[c >> 6] == 0) bits1_[c >> 12] &= ~(std::uint64_t{1} << ((c >> 6) & 63));
-    }
+    bins_[c] -= n;
+    if (bins_[c] == 0) rooms_.reset(c);
   }
-  // The least room c >= x of an open bin, or none (as BestFitPacker's).
-  [[nodiscard]] std::uint32_t least_room_at_least(std::uint32_t x) const noexcept {
-    std::size_t w = x >> 6;
-    const std::uint64_t here = bits0_[w] & (~std::uint64_t{0} << (x & 63));
-    if (here != 0) return static_cast<std::uint32_t>(w * 64 + lowest_bit(here));
-    ++w;
-    if (w >= bits0_.size()) return none;
-    std::size_t j = w >> 6;
-    std::uint64_t m = bits1_[j] & (~std::uint64_t{0} << (w & 63));
-    while (m == 0) {
-      if (++j >= bits1_.size()) return none;
-      m = bits1_[j];
-    }
-    const std::size_t word = j * 64 + lowest_bit(m);
-    return static_cast<std::uint32_t>(word * 64 + lowest_bit(bits0_[word]));
-  }
-
   std::uint32_t capacity_;
   std::uint64_t full_ = 0;                // full pieces of documents added
   std::vector<std::uint64_t> items_;      // per length: items of it
   std::vector<std::uint64_t> item_bits_;  // length x has items
-  std::vector<std::uint64_t> rooms_;      // per room: open bins with it
-  std::vector<std::uint64_t> bits0_;      // room c has bins
-  std::vector<std::uint64_t> bits1_;      // word c/64 of bits0_ is non-zero
+  std::vector<std::uint64_t> bins_;       // per room: open bins with it
+  RoomBits rooms_;                        // rooms with open bins
 };
 
 }  // namespace detail
