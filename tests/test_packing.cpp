@@ -330,6 +330,74 @@ TEST_CASE("A packing state resumes on another world, micro-batch size or accumul
   }
 }
 
+TEST_CASE("A plan that records every k-th window reads, resumes and counts exactly as one recording every window",
+          "[packing]") {
+  for (std::uint64_t trial = 0; trial < 40; ++trial) {
+    detail::SplitMix64 rng(trial + 900);
+    const PackMode mode = trial % 2 == 0 ? PackMode::concat : PackMode::best_fit;
+    const std::uint64_t n = 100 + rng() % 400, l = 4 + rng() % 30, chunk = 1 + rng() % 4;
+    const std::uint64_t window = chunk * (1 + rng() % 3), limit = 1 + rng() % 4;
+    const auto lengths = pack_test_lengths(n, trial + 70, static_cast<std::uint32_t>(2 * l));
+    const std::uint64_t w = 1 + rng() % 3, m = 1 + rng() % 3, k = 1 + rng() % 2;
+    const PackOptions full = pack_opts(mode, l, m, k, window, chunk, trial);
+    const PackOptions small = PackOptions(full).with_plan_limit(limit);
+    PackedSequenceSampler a(n, lengths, World{0, w}, full), b(n, lengths, World{0, w}, small);
+    a.set_epoch(trial % 3);
+    b.set_epoch(trial % 3);
+    const std::uint64_t windows = ((n + chunk - 1) / chunk + window / chunk - 1) / (window / chunk);
+    REQUIRE(a.plan_stride() == 1);
+    REQUIRE(b.plan_stride() == (windows <= limit ? 1 : (windows + limit - 1) / limit));
+    REQUIRE(b.plan_bytes() <= (mode == PackMode::best_fit ? 16u : 8u) * (limit + 1));
+    REQUIRE(a.plan_bytes() == (mode == PackMode::best_fit ? 16u : 8u) * (windows + 1));
+    REQUIRE(b.layout_hash() == a.layout_hash());
+    REQUIRE(b.num_steps() == a.num_steps());
+    REQUIRE(b.stats().read_tokens == a.stats().read_tokens);
+    REQUIRE(pack_read_all(b).sequences == pack_read_all(a).sequences);
+    // Random steps, one cache jumping back and forth, and fresh caches.
+    PackWindow jumping;
+    for (int i = 0; i < 20 && a.num_steps() > 0; ++i) {
+      const std::uint64_t step = rng() % a.num_steps(), kk = rng() % a.micro_batches_in_step(step);
+      const std::uint64_t r = rng() % w;
+      PackWindow fresh;
+      const std::vector<PackPiece> want = a.micro_batch_of(step, kk, r, fresh).pieces;
+      REQUIRE(b.micro_batch_of(step, kk, r, jumping).pieces == want);
+      PackWindow fresh2;
+      REQUIRE(b.micro_batch_of(step, kk, r, fresh2).pieces == want);
+    }
+    std::vector<std::uint64_t> ua, ub;
+    PackWindow ca, cb;
+    a.for_each_unsequenced(ca, [&ua](std::uint64_t d) { ua.push_back(d); });
+    b.for_each_unsequenced(cb, [&ub](std::uint64_t d) { ub.push_back(d); });
+    REQUIRE(ub == ua);
+    // A state of either resumes on the other with the same rest.
+    const std::uint64_t stop = a.num_steps() == 0 ? 0 : rng() % (a.num_steps() + 1);
+    const PackedSequenceSampler ra(n, lengths, World{0, w}, full, b.state(stop));
+    const PackedSequenceSampler rb(n, lengths, World{0, w}, small, a.state(stop));
+    REQUIRE(rb.stats().read_tokens == ra.stats().read_tokens);
+    REQUIRE(pack_read_all(rb).sequences == pack_read_all(ra).sequences);
+  }
+  const std::vector<std::uint32_t> lengths = {3, 4};
+  CHECK_THROWS_WITH(PackedSequenceSampler(2, lengths, World{0, 1},
+                                          pack_opts(PackMode::concat, 4, 1, 1, 1, 1, 0).with_plan_limit(0)),
+                    Catch::Contains("PackOptions: plan_limit 0 is out of range (expected at least 1 window record)"));
+}
+
+TEST_CASE("A PackWindow planned by a sampler of another seed or shuffle is planned again, not reused", "[packing]") {
+  const auto lengths = pack_test_lengths(400, 3, 60);
+  for (const PackMode mode : {PackMode::concat, PackMode::best_fit}) {
+    const PackOptions o = pack_opts(mode, 32, 2, 1, 64, 8, 1);
+    const PackedSequenceSampler a(400, lengths, World{0, 2}, o), b(400, lengths, World{0, 2}, PackOptions(o).with_seed(2)),
+        c(400, lengths, World{0, 2}, PackOptions(o).with_shuffle(false));
+    PackWindow shared;
+    for (std::uint64_t step = 0; step < std::min<std::uint64_t>(a.num_steps(), 6); ++step) {
+      for (const PackedSequenceSampler* s : {&a, &b, &c}) {
+        REQUIRE(s->micro_batch(step, 0, shared).pieces == s->micro_batch(step, 0).pieces);
+      }
+    }
+    REQUIRE(a.micro_batch(0, 0).pieces != b.micro_batch(0, 0).pieces);
+  }
+}
+
 TEST_CASE("A document cut at the stop of a concat run continues at its offset after resume", "[packing]") {
   const std::vector<std::uint32_t> lengths = {10, 10, 10, 10};
   const PackOptions o = pack_opts(PackMode::concat, 3, 1, 1, 4, 4, 0).with_shuffle(false);

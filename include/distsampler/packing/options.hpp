@@ -76,6 +76,10 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
   std::uint64_t window = std::uint64_t{1} << 16;  ///< D, documents shuffled (and packed) together
   std::uint64_t chunk = 1024;                     ///< C, consecutive documents that stay together
   bool split_long = true;                         ///< best_fit: split documents longer than L
+  /// The most window records an epoch plan keeps (16 bytes each): above plan_limit
+  /// windows, every k-th window is recorded (k the least that fits), and finding a step
+  /// walks up to k - 1 windows. It changes no order.
+  std::uint64_t plan_limit = std::uint64_t{1} << 16;
 
   constexpr PackOptions() noexcept : OrderOptions(Tail::drop) {}  // user-provided: not an aggregate
   constexpr PackOptions& with_seq_len(std::uint64_t value) noexcept {
@@ -99,6 +103,10 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
     split_long = value;
     return *this;
   }
+  constexpr PackOptions& with_plan_limit(std::uint64_t value) noexcept {
+    plan_limit = value;
+    return *this;
+  }
 
   /// Throws config_error, prefixed by `who`, naming the first option out of its range
   /// (the batch shape is checked by resolve_batch_shape).
@@ -120,6 +128,9 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
       detail::throw_config_error(w + ": window " + std::to_string(window) + " is out of range (expected chunk " +
                                  std::to_string(chunk) + "..4294967295)");
     }
+    if (plan_limit == 0) {
+      detail::throw_config_error(w + ": plan_limit 0 is out of range (expected at least 1 window record)");
+    }
     if (tail != Tail::drop) {
       detail::throw_config_error(w + ": tail " + std::string(to_string(tail)) +
                                  " is not used (expected drop: the mode decides what the epoch's end reads)");
@@ -128,7 +139,8 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
 
   friend constexpr bool operator==(const PackOptions& a, const PackOptions& b) noexcept {
     return a.same_order_options(b) && a.same_batch_shape(b) && a.seq_len == b.seq_len && a.mode == b.mode &&
-           a.window == b.window && a.chunk == b.chunk && a.split_long == b.split_long;
+           a.window == b.window && a.chunk == b.chunk && a.split_long == b.split_long &&
+           a.plan_limit == b.plan_limit;
   }
   friend constexpr bool operator!=(const PackOptions& a, const PackOptions& b) noexcept { return !(a == b); }
 };

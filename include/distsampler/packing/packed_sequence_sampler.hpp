@@ -22,6 +22,7 @@
 #include "../worker_schedule.hpp"
 #include "../world.hpp"
 #include "detail/best_fit.hpp"
+#include "detail/plan.hpp"
 #include "detail/scan.hpp"
 #include "options.hpp"
 #include "window.hpp"
@@ -43,8 +44,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// world and the batch shape. Step s reads sequences [start + s*G, start + (s+1)*G), G =
 /// M x world_size x accumulation_steps, rank r its micro-batches in BatchLayout's layout:
 /// concat drops the last partial step (fewer than (G + 1) x L tokens an epoch), best-fit
-/// spreads it over every micro-batch (counts differ by at most 1) and fills each with
-/// empty sequences to M. Documents of 0 tokens are skipped and counted.
+/// spreads it over every micro-batch (counts differ by at most 1), filled with empty
+/// sequences to M. Documents of 0 tokens are skipped and counted.
 ///
 /// States count consumed sequences of the epoch's order, so state(steps, k) resumes on any
 /// world size, micro-batch size or accumulation with every token read exactly once, and,
@@ -55,12 +56,14 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///
 /// Throws config_error from the constructors (bad World or options, lengths count !=
 /// dataset_size, a document over L in best_fit without split_long); state_error from
-/// resume. Strong guarantee for set_epoch, next_epoch and resume. Complexity: the
-/// constructor reads the lengths once, sequentially (O(N)); an epoch plan is O(N / C) time
-/// (concat) or counts every window's best-fit sequences (best_fit, O(N) sequential reads, no
-/// piece placed), and keeps 8 bytes per
-/// chunk and 16 per window; a micro-batch plans one window: O(D) (a PackWindow reused over
-/// calls plans each window once). Deterministic in (lengths, options, seed, epoch, start)
+/// resume. Strong guarantee for set_epoch, next_epoch and resume. Complexity: an epoch
+/// plan reads the lengths once, chunk after chunk in the epoch's order (O(N); the
+/// constructor's plan also checks and hashes them), sums each window's tokens and, in
+/// best_fit, counts its sequences without placing a piece; it keeps 16 bytes per window,
+/// at most plan_limit + 1 records whatever N (above plan_limit windows, every k-th).
+/// A micro-batch plans its window: O(D), plus a walk of up to k - 1 windows' counts when
+/// the plan records every k-th (a PackWindow reused over calls plans each window once and
+/// walks on from it). Deterministic in (lengths, options, seed, epoch, start)
 /// and the world's shape. Thread-safety: const members may run concurrently (each thread
 /// with its own PackWindow). Iterator invalidation: none (no iterators).
 class PackedSequenceSampler {
@@ -71,8 +74,8 @@ class PackedSequenceSampler {
   /// Epoch 0 from its start. `lengths` must hold dataset_size token counts.
   PackedSequenceSampler(std::uint64_t dataset_size, DocumentLengths lengths, World world, PackOptions options)
       : lengths_(lengths), world_(checked(world)), options_(checked(options, world_)) {
-    scan(dataset_size);
-    Epoch e = build(0, 0);
+    Epoch e = first_plan(dataset_size, 0);
+    finish(e, 0);
     epoch_ = std::move(e);
   }
 
@@ -80,9 +83,9 @@ class PackedSequenceSampler {
   PackedSequenceSampler(std::uint64_t dataset_size, DocumentLengths lengths, World world, PackOptions options,
                         const SamplerState& state)
       : lengths_(lengths), world_(checked(world)), options_(checked(options, world_)) {
-    scan(dataset_size);
+    Epoch e = first_plan(dataset_size, state.epoch);
     check_state(state);
-    Epoch e = build(state.epoch, state.consumed);
+    finish(e, state.consumed);
     epoch_ = std::move(e);
   }
 
@@ -116,10 +119,10 @@ class PackedSequenceSampler {
   /// The step layout over the epoch's sequence order (positions are sequence numbers).
   [[nodiscard]] const BatchLayout& layout() const noexcept { return epoch_.layout; }
   [[nodiscard]] const PackEpochStats& stats() const noexcept { return epoch_.stats; }
-  /// Bytes the epoch plan keeps (chunk token counts and the per-window index).
-  [[nodiscard]] std::uint64_t plan_bytes() const noexcept {
-    return 8 * (chunk_tokens_.size() + epoch_.token_start.size() + epoch_.sequence_start.size());
-  }
+  /// Bytes the epoch plan keeps: its window records, at most 16 x (plan_limit + 1).
+  [[nodiscard]] std::uint64_t plan_bytes() const noexcept { return epoch_.records.bytes(); }
+  /// Windows per record of the epoch plan (1 up to plan_limit windows).
+  [[nodiscard]] std::uint64_t plan_stride() const noexcept { return epoch_.records.stride; }
   /// StateKey::layout: a 40-bit hash of the lengths and window options, then L (23 bits) and the mode (1 bit).
   [[nodiscard]] std::uint64_t layout_hash() const noexcept { return layout_; }
 
@@ -134,7 +137,8 @@ class PackedSequenceSampler {
 
   /// Selects `epoch` from its beginning. Strong guarantee.
   void set_epoch(std::uint64_t epoch) {
-    Epoch e = build(epoch, 0);
+    Epoch e = plan_epoch(epoch, nullptr);
+    finish(e, 0);
     epoch_ = std::move(e);
   }
 
@@ -170,7 +174,8 @@ class PackedSequenceSampler {
   /// micro-batch size and accumulation may differ. Strong guarantee.
   void resume(const SamplerState& state) {
     check_state(state);
-    Epoch e = build(state.epoch, state.consumed);
+    Epoch e = state.epoch == epoch_.epoch ? epoch_ : plan_epoch(state.epoch, nullptr);
+    finish(e, state.consumed);
     epoch_ = std::move(e);
   }
 
@@ -182,19 +187,17 @@ class PackedSequenceSampler {
           detail::out_of_range_message("PackedSequenceSampler::sequence", "j", j, "num_sequences", num_sequences()));
     }
     if (options_.mode == PackMode::best_fit) {
-      const std::uint64_t v = window_of(epoch_.sequence_start, j);
-      plan(v, cache);
-      const std::uint64_t local = j - epoch_.sequence_start[static_cast<std::size_t>(v)];
+      plan_at(epoch_, j, cache);
+      const std::uint64_t local = j - cache.begin_;
       out.insert(
-          out.end(), cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[static_cast<std::size_t>(local)]),
-          cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.begin_[static_cast<std::size_t>(local + 1)]));
+          out.end(), cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.piece_begin_[static_cast<std::size_t>(local)]),
+          cache.pieces_.begin() + static_cast<std::ptrdiff_t>(cache.piece_begin_[static_cast<std::size_t>(local + 1)]));
       return;
     }
     std::uint64_t t = j * options_.seq_len, need = options_.seq_len;
     while (need > 0) {
-      const std::uint64_t v = window_of(epoch_.token_start, t);
-      plan(v, cache);
-      const std::uint64_t local = t - epoch_.token_start[static_cast<std::size_t>(v)];
+      plan_at(epoch_, t, cache);
+      const std::uint64_t local = t - cache.begin_;
       const auto at = std::upper_bound(cache.prefix_.begin(), cache.prefix_.end(), local) - 1;
       const std::uint64_t i = static_cast<std::uint64_t>(at - cache.prefix_.begin());
       const std::uint64_t take = std::min(cache.prefix_[static_cast<std::size_t>(i + 1)] - local, need);
@@ -232,8 +235,7 @@ class PackedSequenceSampler {
                               std::to_string(k) + " or rank " + std::to_string(rank) +
                               " is out of range (expected step < " + std::to_string(l.num_steps()) + ", k < " +
                               std::to_string(step < l.num_steps() ? l.micro_batches(step) : l.accumulation_steps()) +
-                              ", rank < " + std::to_string(l.world_size()) +
-                              ")");
+                              ", rank < " + std::to_string(l.world_size()) + ")");
     }
     PackMicroBatch out;
     const std::uint64_t real = l.length(step, k, rank);
@@ -255,9 +257,8 @@ class PackedSequenceSampler {
     }
     if (options_.mode != PackMode::concat) return;
     for (std::uint64_t t = num_sequences() * options_.seq_len; t < tokens_;) {
-      const std::uint64_t v = window_of(epoch_.token_start, t);
-      plan(v, cache);
-      const std::uint64_t local = t - epoch_.token_start[static_cast<std::size_t>(v)];
+      plan_at(epoch_, t, cache);
+      const std::uint64_t local = t - cache.begin_;
       std::uint64_t i = static_cast<std::uint64_t>(std::upper_bound(cache.prefix_.begin(), cache.prefix_.end(), local) -
                                                    cache.prefix_.begin()) - 1;
       for (; i < cache.documents_.size(); ++i) {
@@ -265,7 +266,7 @@ class PackedSequenceSampler {
             cache.prefix_[static_cast<std::size_t>(i + 1)] > cache.prefix_[static_cast<std::size_t>(i)])
           f(cache.documents_[static_cast<std::size_t>(i)]);
       }
-      t = epoch_.token_start[static_cast<std::size_t>(v + 1)];
+      t = cache.end_;
     }
   }
 
@@ -274,9 +275,8 @@ class PackedSequenceSampler {
 
   struct Epoch {
     std::uint64_t epoch = 0;
-    EpochOrder<FeistelPermutation> chunks;     // the chunk order
-    std::vector<std::uint64_t> token_start;    // per window, and the end: stream tokens before it
-    std::vector<std::uint64_t> sequence_start; // best-fit: per window, and the end
+    EpochOrder<FeistelPermutation> chunks;  // the chunk order
+    detail::EpochRecords records;           // where the recorded windows start
     BatchLayout layout;
     PackEpochStats stats;
   };
@@ -293,14 +293,21 @@ class PackedSequenceSampler {
 
   [[nodiscard]] Tail mode_tail() const noexcept { return options_.mode == PackMode::concat ? Tail::drop : Tail::uneven; }
 
-  void scan(std::uint64_t dataset_size) {
-    detail::LengthScan found = detail::scan_lengths(lengths_, dataset_size, options_, who);
-    chunk_tokens_.swap(found.chunk_tokens);
+  // The constructor's plan of `epoch`: checks the lengths and, in the same pass, sums,
+  // counts and hashes them.
+  [[nodiscard]] Epoch first_plan(std::uint64_t dataset_size, std::uint64_t epoch) {
+    detail::check_lengths(lengths_, dataset_size, who);
     n_ = dataset_size;
-    tokens_ = found.tokens;
-    zeros_ = found.zeros;
-    longer_ = found.longer;
-    layout_ = found.layout;
+    geometry_ = detail::PackGeometry(n_, options_);
+    detail::LengthDigest digest(options_.seq_len);
+    Epoch e = plan_epoch(epoch, &digest);
+    tokens_ = digest.tokens();
+    zeros_ = digest.zeros();
+    longer_ = options_.mode == PackMode::best_fit ? digest.longer() : 0;
+    layout_ = digest.layout(n_, options_);
+    identity_ = detail::splitmix64(layout_ ^ detail::splitmix64(options_.seed + (options_.shuffle ? 1u : 0u)));
+    if (longer_ != 0 && !options_.split_long) detail::refuse_longer(lengths_, options_.seq_len, who);
+    return e;
   }
 
   [[nodiscard]] WorkerSchedule schedule() const {
@@ -313,133 +320,129 @@ class PackedSequenceSampler {
     state.validate(key(), who);
   }
 
-  [[nodiscard]] std::uint64_t chunks_per_window() const noexcept { return options_.window / options_.chunk; }
-  [[nodiscard]] std::uint64_t num_chunks() const noexcept { return chunk_tokens_.size(); }
-  [[nodiscard]] std::uint64_t num_windows() const noexcept {
-    return (num_chunks() + chunks_per_window() - 1) / chunks_per_window();
+  // Window v's tokens (concat) or best-fit sequences, from its lengths: O(D).
+  [[nodiscard]] std::uint64_t window_size(const Epoch& e, std::uint64_t v, detail::BestFitCounter* counter) const {
+    std::uint64_t tokens = 0;
+    geometry_.for_each_chunk(e.chunks, v, [&](std::uint64_t begin, std::uint64_t end, std::uint64_t) {
+      const std::uint32_t* p = lengths_.data + begin;
+      const auto k = static_cast<std::size_t>(end - begin);
+      if (counter != nullptr) counter->add_documents(p, k);
+      else tokens += detail::sum_lengths(p, k);
+    });
+    return counter != nullptr ? counter->count() : tokens;
   }
 
-  // The window holding stream position x: the last window starting at or before x.
-  [[nodiscard]] static std::uint64_t window_of(const std::vector<std::uint64_t>& starts, std::uint64_t x) noexcept {
-    return static_cast<std::uint64_t>(std::upper_bound(starts.begin(), starts.end(), x) - starts.begin()) - 1;
-  }
-
-  // The documents of window v under `chunks`, chunk after chunk, each chunk in index order.
-  void window_documents(const EpochOrder<FeistelPermutation>& chunks, std::uint64_t v,
-                        std::vector<std::uint64_t>& out) const {
-    out.clear();
-    const std::uint64_t first = v * chunks_per_window(), end = std::min(num_chunks(), first + chunks_per_window());
-    for (std::uint64_t p = first; p < end; ++p) {
-      const std::uint64_t c = chunks.index(p), begin = c * options_.chunk;
-      const std::uint64_t stop = std::min(n_, begin + options_.chunk);
-      for (std::uint64_t d = begin; d < stop; ++d) out.push_back(d);
+  // Plans into `cache` the window of epoch e holding stream position x (< the stream's end):
+  // token x in concat, sequence x in best-fit. A binary search finds x's record, then the
+  // window is found by counting the record's windows from its first (or from the cached
+  // window, when x lies after it in the same record).
+  void plan_at(const Epoch& e, std::uint64_t x, PackWindow& cache) const {
+    const bool same = cache.identity_ == identity_ && cache.epoch_ == e.epoch && cache.visit_ != UINT64_MAX;
+    if (same && cache.begin_ <= x && x < cache.end_) return;
+    const bool fit = options_.mode == PackMode::best_fit;
+    const std::vector<std::uint64_t>& starts = fit ? e.records.sequences : e.records.tokens;
+    const std::uint64_t stride = e.records.stride, r = detail::EpochRecords::record_of(starts, x);
+    std::uint64_t v = r * stride, begin = starts[static_cast<std::size_t>(r)];
+    if (same && cache.visit_ / stride == r && cache.end_ <= x) {
+      v = cache.visit_ + 1;
+      begin = cache.end_;
     }
-  }
-
-  // The pieces of documents `docs` (in order) to pack: 0-token documents left out, longer
-  // ones split into L-token pieces and a remainder.
-  void items_of(const std::vector<std::uint64_t>& docs, std::vector<detail::PackItem>& items) const {
-    items.clear();
-    const std::uint64_t l = options_.seq_len;
-    for (const std::uint64_t d : docs) {
-      const std::uint64_t len = lengths_.data[d];
-      for (std::uint64_t off = 0; off < len; off += l) {
-        items.push_back(detail::PackItem{d, off, static_cast<std::uint32_t>(std::min(l, len - off))});
+    const std::uint64_t last = std::min(geometry_.windows, (r + 1) * stride) - 1;
+    if (v < last) {
+      detail::BestFitCounter counter(fit ? options_.seq_len : 1);
+      for (; v < last; ++v) {
+        const std::uint64_t end = begin + window_size(e, v, fit ? &counter : nullptr);
+        if (x < end) break;
+        begin = end;
       }
     }
+    plan_in(e, v, cache);
+    cache.begin_ = begin;
+    cache.end_ = begin + (fit ? cache.sequences() : cache.prefix_.back());
+  }
+
+  // The tokens of epoch e's stream before window v.
+  [[nodiscard]] std::uint64_t tokens_before(const Epoch& e, std::uint64_t v) const {
+    const std::uint64_t r = v / e.records.stride;
+    std::uint64_t t = e.records.tokens[static_cast<std::size_t>(r)];
+    for (std::uint64_t w = r * e.records.stride; w < v; ++w) t += window_size(e, w, nullptr);
+    return t;
   }
 
   [[nodiscard]] std::uint64_t window_key(std::uint64_t v, std::uint64_t salt) const noexcept {
     return detail::splitmix64(options_.seed ^ detail::splitmix64(v * 2 + salt));
   }
 
-  void plan(std::uint64_t v, PackWindow& out) const { plan_in(epoch_, v, out); }
-
   // Plans window v of epoch `e` into `out` unless it holds it already (its content depends
   // only on the epoch number and this sampler's lengths and options).
   void plan_in(const Epoch& e, std::uint64_t v, PackWindow& out) const {
-    if (out.visit_ == v && out.layout_ == layout_ && out.epoch_ == e.epoch) return;
+    if (out.visit_ == v && out.identity_ == identity_ && out.epoch_ == e.epoch) return;
     out.visit_ = UINT64_MAX;  // invalid until planned
-    std::vector<std::uint64_t> docs;
-    window_documents(e.chunks, v, docs);
-    if (options_.shuffle && docs.size() > 1) {
-      const FeistelPermutation shuffle(docs.size(), window_key(v, 0), e.epoch);
-      std::vector<std::uint64_t> shuffled(docs.size());
-      for (std::uint64_t i = 0; i < docs.size(); ++i)
-        shuffled[static_cast<std::size_t>(i)] = docs[static_cast<std::size_t>(shuffle(i))];
-      docs.swap(shuffled);
-    }
+    std::vector<std::uint64_t> docs;  // chunk after chunk, each in index order
+    geometry_.for_each_chunk(e.chunks, v, [&docs](std::uint64_t begin, std::uint64_t end, std::uint64_t) {
+      for (std::uint64_t d = begin; d < end; ++d) docs.push_back(d);
+    });
+    if (options_.shuffle) detail::shuffle_documents(docs, window_key(v, 0), e.epoch);
     if (options_.mode == PackMode::concat) {
       out.prefix_.assign(1, 0);
       for (const std::uint64_t d : docs) out.prefix_.push_back(out.prefix_.back() + lengths_.data[d]);
       out.documents_ = std::move(docs);
       out.pieces_.clear();
-      out.begin_.clear();
+      out.piece_begin_.clear();
     } else {
       std::vector<detail::PackItem> items, scratch;
-      items_of(docs, items);
+      detail::cut_pieces(lengths_.data, docs, options_.seq_len, items);
       detail::sort_longest_first(items, scratch);
       std::vector<std::uint32_t> bin_of;
       detail::BestFitPacker packer(options_.seq_len);
       const std::uint64_t bins = packer.pack(items, bin_of);
-      std::vector<std::uint64_t> at(static_cast<std::size_t>(bins) + 1, 0);
-      for (const std::uint32_t b : bin_of) ++at[b + 1];
-      std::vector<std::uint64_t> pos(static_cast<std::size_t>(bins));  // bin -> its place in the window's order
-      const bool shuffled = options_.shuffle && bins > 1;
-      const FeistelPermutation shuffle = shuffled ? FeistelPermutation(bins, window_key(v, 1), e.epoch) : FeistelPermutation();
-      for (std::uint64_t i = 0; i < bins; ++i) pos[static_cast<std::size_t>(shuffled ? shuffle(i) : i)] = i;
-      out.begin_.assign(static_cast<std::size_t>(bins) + 1, 0);
-      for (std::uint64_t b = 0; b < bins; ++b)
-        out.begin_[static_cast<std::size_t>(pos[static_cast<std::size_t>(b)] + 1)] =
-            at[static_cast<std::size_t>(b + 1)];
-      for (std::uint64_t i = 0; i < bins; ++i)
-        out.begin_[static_cast<std::size_t>(i + 1)] += out.begin_[static_cast<std::size_t>(i)];
-      std::vector<std::uint64_t> fill(out.begin_.begin(), out.begin_.end() - 1);
-      out.pieces_.resize(items.size());
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        const detail::PackItem& it = items[i];
-        out.pieces_[static_cast<std::size_t>(
-            fill[static_cast<std::size_t>(pos[static_cast<std::size_t>(bin_of[static_cast<std::size_t>(i)])])]++)] =
-            PackPiece{it.document, it.offset, it.length};
-      }
+      const std::vector<std::uint64_t> pos = detail::bin_places(bins, options_.shuffle, window_key(v, 1), e.epoch);
+      detail::lay_out_bins(items, bin_of, pos, out.pieces_, out.piece_begin_);
       out.documents_ = std::move(docs);
       out.prefix_.clear();
     }
-    out.layout_ = layout_;
+    out.identity_ = identity_;
     out.epoch_ = e.epoch;
     out.visit_ = v;
   }
 
-  // The epoch's plan from sequence `start` on: the window index, the layout and the totals.
-  [[nodiscard]] Epoch build(std::uint64_t epoch, std::uint64_t start) const {
+  // Epoch `epoch`'s records: one pass over the lengths in its chunk order, each window's
+  // tokens summed (by `digest`, which also counts and hashes, when given) and, in
+  // best-fit, its sequences counted without placing a piece.
+  [[nodiscard]] Epoch plan_epoch(std::uint64_t epoch, detail::LengthDigest* digest) const {
     Epoch e;
     e.epoch = epoch;
-    e.chunks = EpochOrder<FeistelPermutation>(num_chunks(), options_.shuffle, options_.seed, {}, epoch);
-    const std::uint64_t windows = num_windows(), per = chunks_per_window();
-    e.token_start.assign(static_cast<std::size_t>(windows) + 1, 0);
-    for (std::uint64_t v = 0; v < windows; ++v) {
-      std::uint64_t sum = 0;
-      for (std::uint64_t p = v * per; p < std::min(num_chunks(), (v + 1) * per); ++p)
-        sum += chunk_tokens_[static_cast<std::size_t>(e.chunks.index(p))];
-      e.token_start[static_cast<std::size_t>(v + 1)] = e.token_start[static_cast<std::size_t>(v)] + sum;
-    }
-    const std::uint64_t l = options_.seq_len;
-    std::uint64_t sequences = tokens_ / l;
-    if (options_.mode == PackMode::best_fit) {
-      e.sequence_start.assign(static_cast<std::size_t>(windows) + 1, 0);
-      // Each window's sequence count, without placing its pieces (chunk after chunk).
-      detail::BestFitCounter counter(l);
-      for (std::uint64_t v = 0; v < windows; ++v) {
-        for (std::uint64_t p = v * per; p < std::min(num_chunks(), (v + 1) * per); ++p) {
-          const std::uint64_t begin = e.chunks.index(p) * options_.chunk;
-          const std::uint64_t stop = std::min(n_, begin + options_.chunk);
-          for (std::uint64_t d = begin; d < stop; ++d) counter.add_document(lengths_.data[d]);
-        }
-        const auto at = static_cast<std::size_t>(v);
-        e.sequence_start[at + 1] = e.sequence_start[at] + counter.count();
+    e.chunks = EpochOrder<FeistelPermutation>(geometry_.chunks, options_.shuffle, options_.seed, {}, epoch);
+    const bool fit = options_.mode == PackMode::best_fit;
+    detail::EpochRecords& rec = e.records;
+    rec.stride = detail::EpochRecords::stride_for(geometry_.windows, options_.plan_limit);
+    const std::uint64_t records = (geometry_.windows + rec.stride - 1) / rec.stride + 1;
+    rec.tokens.reserve(static_cast<std::size_t>(records));
+    if (fit) rec.sequences.reserve(static_cast<std::size_t>(records));
+    detail::BestFitCounter counter(fit ? options_.seq_len : 1);
+    std::uint64_t tokens = 0, sequences = 0;
+    for (std::uint64_t v = 0; v < geometry_.windows; ++v) {
+      if (v % rec.stride == 0) {
+        rec.tokens.push_back(tokens);
+        if (fit) rec.sequences.push_back(sequences);
       }
-      sequences = e.sequence_start.back();
+      geometry_.for_each_chunk(e.chunks, v, [&](std::uint64_t begin, std::uint64_t end, std::uint64_t c) {
+        const std::uint32_t* p = lengths_.data + begin;
+        const auto k = static_cast<std::size_t>(end - begin);
+        tokens += digest != nullptr ? digest->add_chunk(p, k, c) : detail::sum_lengths(p, k);
+        if (fit) counter.add_documents(p, k);
+      });
+      if (fit) sequences += counter.count();
     }
+    rec.tokens.push_back(tokens);
+    if (fit) rec.sequences.push_back(sequences);
+    return e;
+  }
+
+  // Epoch e from sequence `start` on: its layout and totals.
+  void finish(Epoch& e, std::uint64_t start) const {
+    const std::uint64_t l = options_.seq_len;
+    const std::uint64_t sequences = options_.mode == PackMode::best_fit ? e.records.sequences.back() : tokens_ / l;
     if (start > sequences) {
       detail::throw_state_error(std::string(who) + ": consumed " + std::to_string(start) +
                                 " exceeds the epoch's " + std::to_string(sequences) +
@@ -464,12 +467,10 @@ class PackedSequenceSampler {
       // The tokens before `start`: the windows before its window, then its first sequences.
       s.read_tokens = tokens_;
       if (start != 0 && start < sequences) {
-        const std::uint64_t v = window_of(e.sequence_start, start);
         PackWindow cache;
-        plan_in(e, v, cache);
-        std::uint64_t before = e.token_start[static_cast<std::size_t>(v)];
-        for (std::uint64_t p = 0;
-             p < cache.begin_[static_cast<std::size_t>(start - e.sequence_start[static_cast<std::size_t>(v)])]; ++p)
+        plan_at(e, start, cache);
+        std::uint64_t before = tokens_before(e, cache.visit_);
+        for (std::uint64_t p = 0; p < cache.piece_begin_[static_cast<std::size_t>(start - cache.begin_)]; ++p)
           before += cache.pieces_[static_cast<std::size_t>(p)].length;
         s.read_tokens -= before;
       } else if (start == sequences) {
@@ -477,7 +478,6 @@ class PackedSequenceSampler {
       }
       s.empty_sequences = e.layout.remainder() == 0 ? 0 : e.layout.global_batch_size() - e.layout.remainder();
     }
-    return e;
   }
 
   DocumentLengths lengths_;
@@ -488,7 +488,8 @@ class PackedSequenceSampler {
   std::uint64_t zeros_ = 0;
   std::uint64_t longer_ = 0;
   std::uint64_t layout_ = 0;
-  std::vector<std::uint64_t> chunk_tokens_;
+  std::uint64_t identity_ = 0;  // layout_, seed and shuffle: what a PackWindow's content depends on besides the epoch
+  detail::PackGeometry geometry_;
   Epoch epoch_;
 };
 

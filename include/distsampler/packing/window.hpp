@@ -81,9 +81,9 @@ struct PackEpochStats {
 
 /// One planned window of an epoch: its documents in the window's shuffled order (concat)
 /// or its packed sequences (best-fit). The sampler fills it on demand; pass the same
-/// PackWindow to successive calls so consecutive reads of one window plan it once. Holds
-/// no reference to the sampler; a window planned for another epoch or sampler is
-/// recognised and planned again. Not thread-safe: one PackWindow per thread.
+/// PackWindow to successive calls so consecutive reads of one window plan it once (and a
+/// plan that records every k-th window walks on from it). Holds no reference to the
+/// sampler; a window planned for another epoch or sampler is recognised and planned again. Not thread-safe: one PackWindow per thread.
 class PackWindow {
  public:
   /// The window's reading position in its epoch (UINT64_MAX while empty).
@@ -91,17 +91,19 @@ class PackWindow {
   /// Documents of the window (concat: in its order).
   [[nodiscard]] const std::vector<std::uint64_t>& documents() const noexcept { return documents_; }
   /// Sequences the window holds (best-fit).
-  [[nodiscard]] std::uint64_t sequences() const noexcept { return begin_.empty() ? 0 : begin_.size() - 1; }
+  [[nodiscard]] std::uint64_t sequences() const noexcept { return piece_begin_.empty() ? 0 : piece_begin_.size() - 1; }
 
  private:
   friend class PackedSequenceSampler;
   std::uint64_t visit_ = UINT64_MAX;
-  std::uint64_t layout_ = 0;
+  std::uint64_t identity_ = 0;  // the sampler's lengths, options and seed
   std::uint64_t epoch_ = 0;
+  std::uint64_t begin_ = 0;     // the window's first stream position: token (concat) or sequence (best-fit)
+  std::uint64_t end_ = 0;       // its end
   std::vector<std::uint64_t> documents_;  // concat: in window order
   std::vector<std::uint64_t> prefix_;     // concat: tokens of the window before documents_[i] (size + 1)
   std::vector<PackPiece> pieces_;         // best-fit: pieces, sequence after sequence
-  std::vector<std::uint64_t> begin_;      // best-fit: sequence i is pieces_[begin_[i], begin_[i + 1])
+  std::vector<std::uint64_t> piece_begin_;  // best-fit: sequence i is pieces_[piece_begin_[i], piece_begin_[i + 1])
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -187,39 +187,54 @@ class BestFitCounter {
  public:
   explicit BestFitCounter(std::uint64_t capacity)
       : capacity_(static_cast<std::uint32_t>(capacity)),
+        inverse_(1.0 / static_cast<double>(capacity)),
         items_(static_cast<std::size_t>(capacity) + 1, 0),
-        item_bits_(static_cast<std::size_t>(capacity) / 64 + 1, 0),
         bins_(static_cast<std::size_t>(capacity) + 1, 0),
         rooms_(capacity) {}
 
   // One item of `length` tokens (1..capacity).
-  void add(std::uint32_t length) noexcept {
-    if (items_[length]++ == 0) item_bits_[length >> 6] |= std::uint64_t{1} << (length & 63);
-  }
+  void add(std::uint32_t length) noexcept { ++items_[length]; }
 
-  // A document of `length` tokens cut into pieces of at most capacity: its full pieces
-  // (a bin each) counted at once, its rest added as one item.
-  void add_document(std::uint64_t length) noexcept {
-    if (length >= capacity_) {
-      full_ += length / capacity_;
-      length %= capacity_;
+  // Documents of lengths[0..n) tokens, each cut into pieces of at most capacity: their
+  // full pieces (a bin each) counted at once, their rests added as items. Branch-free per
+  // document: the quotient is a shift for a power-of-two capacity, else a multiplication
+  // by 1 / capacity (exact or one too small, then corrected); a rest of 0 lands in
+  // items_[0], which count() ignores.
+  void add_documents(const std::uint32_t* lengths, std::size_t n) noexcept {
+    std::uint64_t full = 0;
+    std::uint32_t* items = items_.data();
+    if ((capacity_ & (capacity_ - 1)) == 0) {
+      const unsigned shift = lowest_bit(capacity_);
+      const std::uint32_t mask = capacity_ - 1;
+      for (std::size_t i = 0; i < n; ++i) {
+        full += lengths[i] >> shift;
+        ++items[lengths[i] & mask];
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t length = lengths[i];
+        auto q = static_cast<std::uint32_t>(static_cast<double>(length) * inverse_);
+        std::uint32_t rest = length - q * capacity_;
+        const std::uint32_t fix = rest >= capacity_ ? 1u : 0u;
+        q += fix;
+        rest -= fix * capacity_;
+        full += q;
+        ++items[rest];
+      }
     }
-    if (length != 0) add(static_cast<std::uint32_t>(length));
+    full_ += full;
   }
 
   // The bins for the items added since the last call; the counter is empty afterwards.
   std::uint64_t count() noexcept {
     std::uint64_t bins = full_;
     full_ = 0;
-    for (std::size_t w = item_bits_.size(); w-- > 0;) {
-      while (item_bits_[w] != 0) {
-        const unsigned b = highest_bit(item_bits_[w]);
-        item_bits_[w] &= ~(std::uint64_t{1} << b);
-        const auto x = static_cast<std::uint32_t>(w * 64 + b);  // the longest length left
-        std::uint64_t k = items_[x];
-        items_[x] = 0;
-        bins += place(x, k);
-      }
+    items_[0] = 0;
+    for (std::uint32_t x = capacity_; x > 0; --x) {  // longest first
+      if (items_[x] == 0) continue;
+      const std::uint32_t k = items_[x];
+      items_[x] = 0;
+      bins += place(x, k);
     }
     rooms_.drain([this](std::uint32_t c) { bins_[c] = 0; });  // O(capacity / 64 + rooms)
     return bins;
@@ -228,44 +243,46 @@ class BestFitCounter {
  private:
   static constexpr std::uint32_t none = RoomBits::none;
 
-  // Places k items of length x; returns the bins opened.
-  std::uint64_t place(std::uint32_t x, std::uint64_t k) noexcept {
+  // Places k items of length x; returns the bins opened. 32-bit arithmetic (a window
+  // holds < 2^32 pieces), and a division only where a bin takes more than one item.
+  std::uint64_t place(std::uint32_t x, std::uint32_t k) noexcept {
     while (k > 0) {
       const std::uint32_t c = rooms_.least_at_least(x);
       if (c == none) {  // new bins, floor(capacity / x) items each, the last one the rest
-        const std::uint64_t per = capacity_ / x, full = k / per, rest = k % per;
-        add_rooms(static_cast<std::uint32_t>(capacity_ - per * x), full);
-        if (rest != 0) add_rooms(static_cast<std::uint32_t>(capacity_ - rest * x), 1);
-        return full + (rest != 0 ? 1u : 0u);
+        const std::uint32_t per = capacity_ / x, full = k / per, rest = k - full * per;
+        add_rooms(capacity_ - per * x, full);
+        if (rest != 0) add_rooms(capacity_ - rest * x, 1);
+        return std::uint64_t{full} + (rest != 0 ? 1u : 0u);
       }
-      const std::uint64_t have = bins_[c], per = c / x, full = std::min(have, k / per);
+      const std::uint32_t have = bins_[c], per = c < 2 * x ? 1u : c / x;
+      const std::uint32_t full = std::uint64_t{have} * per <= k ? have : k / per;
       if (full > 0) {
         take_rooms(c, full);
-        add_rooms(static_cast<std::uint32_t>(c - per * x), full);
+        add_rooms(c - per * x, full);
         k -= full * per;
       }
       if (k > 0 && full < have) {  // fewer than `per` left: one more bin of room c takes them
         take_rooms(c, 1);
-        add_rooms(static_cast<std::uint32_t>(c - k * x), 1);
+        add_rooms(c - k * x, 1);
         k = 0;
       }
     }
     return 0;
   }
-  void add_rooms(std::uint32_t c, std::uint64_t n) noexcept {
+  void add_rooms(std::uint32_t c, std::uint32_t n) noexcept {
     if (c == 0 || n == 0) return;  // a full bin takes nothing more
     if (bins_[c] == 0) rooms_.set(c);
     bins_[c] += n;
   }
-  void take_rooms(std::uint32_t c, std::uint64_t n) noexcept {
+  void take_rooms(std::uint32_t c, std::uint32_t n) noexcept {
     bins_[c] -= n;
     if (bins_[c] == 0) rooms_.reset(c);
   }
   std::uint32_t capacity_;
+  double inverse_;                        // 1 / capacity
   std::uint64_t full_ = 0;                // full pieces of documents added
-  std::vector<std::uint64_t> items_;      // per length: items of it
-  std::vector<std::uint64_t> item_bits_;  // length x has items
-  std::vector<std::uint64_t> bins_;       // per room: open bins with it
+  std::vector<std::uint32_t> items_;      // per length: items of it (a window holds < 2^32 documents)
+  std::vector<std::uint32_t> bins_;       // per room: open bins with it
   RoomBits rooms_;                        // rooms with open bins
 };
 
