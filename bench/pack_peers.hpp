@@ -3,10 +3,13 @@
 //
 // Written from reading the peers' documented behaviour, not copied:
 //  - Megatron-LM's GPTDataset builds, on one rank, a document index (every document once per
-//    epoch, int32, shuffled with a seeded generator), a sample index (for each sample of
+//    epoch, int32, shuffled by numpy.random.RandomState(seed).shuffle), a sample index (for each sample of
 //    seq_length + 1 tokens, the document-index position and offset where it starts; samples
 //    overlap by the one extra token, so each advances seq_length tokens) and a shuffle index
-//    (a shuffled arange over the samples), and caches the three arrays on disk. Reading sample
+//    (a uint32 arange over the samples, shuffled by the same RandomState), and caches the three
+//    arrays on disk. NumpyRandomState is numpy's legacy generator: MT19937 seeded as
+//    init_genrand (std::mt19937's seeding), and shuffle's draws by masked rejection
+//    (random_interval); tests/bench_peer_numpy.py checks both shuffles against numpy. Reading sample
 //    j looks up shuffle[j], then the sample index pair, then walks the documents.
 //  - Grain's first-fit packing keeps a fixed number of open bins; each element goes into the
 //    first open bin with room (best-fit here: the bin with the least room that fits); when it
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -31,11 +35,39 @@ inline std::uint64_t below(distsampler::detail::SplitMix64& rng, std::uint64_t n
   return distsampler::detail::bounded_draw(rng, n);
 }
 
-template <class T>
-void fisher_yates(std::vector<T>& v, std::uint64_t seed) {
-  distsampler::detail::SplitMix64 rng(seed);
-  for (std::uint64_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(rng, i)]);
-}
+// A SplitMix64 Fisher-Yates shuffle: faster than numpy's, for the fast peer row.
+struct FastShuffle {
+  distsampler::detail::SplitMix64 rng;
+  explicit FastShuffle(std::uint64_t seed) : rng(seed) {}
+  template <class T>
+  void operator()(std::vector<T>& v) {
+    for (std::uint64_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(rng, i)]);
+  }
+};
+
+// numpy.random.RandomState(seed).shuffle on 1-D arrays: for i from n - 1 down to 1, swap
+// x[i] with x[j], j = random_interval(i): the lowest all-ones mask covering i applied to
+// 32-bit MT19937 draws (64-bit ones above 2^32 - 1) until the draw is at most i.
+struct NumpyRandomState {
+  std::mt19937 mt;
+  explicit NumpyRandomState(std::uint32_t seed) : mt(seed) {}
+  std::uint64_t interval(std::uint64_t max) {
+    if (max == 0) return 0;
+    std::uint64_t mask = max;
+    for (const unsigned shift : {1u, 2u, 4u, 8u, 16u, 32u}) mask |= mask >> shift;
+    std::uint64_t value;
+    if (max <= 0xffffffffu) {
+      do value = mt() & mask; while (value > max);
+    } else {
+      do value = ((std::uint64_t{mt()} << 32) | mt()) & mask; while (value > max);
+    }
+    return value;
+  }
+  template <class T>
+  void operator()(std::vector<T>& v) {
+    for (std::uint64_t i = v.size(); i-- > 1;) std::swap(v[i], v[interval(i)]);
+  }
+};
 
 // The three index arrays of one epoch.
 struct MegatronIndices {
@@ -49,13 +81,15 @@ struct MegatronIndices {
   }
 };
 
-inline MegatronIndices megatron_build(const std::vector<std::uint32_t>& sizes, std::uint64_t seq_length,
-                                      std::uint64_t seed) {
+// The build with one generator for both shuffles (document index first), as GPTDataset does
+// with its RandomState; Shuffle is NumpyRandomState (Megatron's) or FastShuffle.
+template <class Shuffle>
+MegatronIndices megatron_build(const std::vector<std::uint32_t>& sizes, std::uint64_t seq_length, Shuffle shuffle) {
   MegatronIndices out;
   const std::uint64_t n = sizes.size();
   out.document_index.resize(n);
   for (std::uint64_t i = 0; i < n; ++i) out.document_index[i] = static_cast<std::int32_t>(i);
-  fisher_yates(out.document_index, seed);
+  shuffle(out.document_index);
   std::uint64_t tokens = 0;
   for (const auto s : sizes) tokens += s;
   const std::uint64_t samples = tokens == 0 ? 0 : (tokens - 1) / seq_length;  // one extra token per sample
@@ -81,7 +115,7 @@ inline MegatronIndices megatron_build(const std::vector<std::uint32_t>& sizes, s
   }
   out.shuffle_index.resize(samples);
   for (std::uint64_t i = 0; i < samples; ++i) out.shuffle_index[i] = static_cast<std::uint32_t>(i);
-  fisher_yates(out.shuffle_index, seed + 1);
+  shuffle(out.shuffle_index);
   return out;
 }
 

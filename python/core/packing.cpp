@@ -104,6 +104,7 @@ void register_packing(py::module_& m) {
       .def_property_readonly("global_batch_size", [](const T& t) { return t.sampler().global_batch_size(); })
       .def_property_readonly("num_sequences", [](const T& t) { return t.sampler().num_sequences(); })
       .def_property_readonly("plan_bytes", [](const T& t) { return t.sampler().plan_bytes(); })
+      .def_property_readonly("plan_stride", [](const T& t) { return t.sampler().plan_stride(); })
       .def_property_readonly("stats", [](const T& t) { return pack_stats(t.sampler().stats()); })
       // This rank's micro-batch k of `step`: micro_batch_size sequences, each a tuple of
       // (document, offset, length) pieces; an empty sequence is ().
@@ -135,7 +136,7 @@ void register_packing(py::module_& m) {
       [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, std::uint64_t seq_len,
          std::uint64_t micro_batch_size, std::uint64_t accumulation, std::uint64_t global_batch,
          const std::string& mode, std::uint64_t window, std::uint64_t chunk, bool split_long, bool shuffle,
-         std::uint64_t seed) {
+         std::uint64_t seed, std::uint64_t plan_limit) {
         const ds::DocumentLengths view = document_lengths(lengths);
         ds::PackOptions o;
         o.with_seq_len(seq_len)
@@ -146,7 +147,8 @@ void register_packing(py::module_& m) {
             .with_window(window, chunk)
             .with_split_long(split_long)
             .with_shuffle(shuffle)
-            .with_seed(seed);
+            .with_seed(seed)
+            .with_plan_limit(plan_limit);
         const ds::World world = make_world(rank, world_size);
         std::optional<ds::PackedSequenceSampler> built;
         {

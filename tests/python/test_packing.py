@@ -109,6 +109,31 @@ def test_dataloader_with_two_workers_yields_the_sampler_order_as_tensors():
             assert batch["num_tokens"][row] == len(ids)
 
 
+@pytest.mark.parametrize("mode", ["concat", "best-fit"])
+def test_a_plan_of_few_records_reads_through_a_dataloader_exactly_as_a_full_plan(mode):
+    lengths = lognormal(2000, seed=8)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    tokens = np.arange(int(lengths.sum()), dtype=np.int64)
+    kwargs = dict(mode=mode, window=64, chunk=8, seed=4, accumulation_steps=2)
+    full = PackedSequenceSampler(lengths, 128, 2, 3, 1, **kwargs)
+    small = PackedSequenceSampler(lengths, 128, 2, 3, 1, plan_limit=3, **kwargs)
+    assert full.plan_stride == 1 and small.plan_stride == 11  # 32 windows, every 11th recorded
+    assert small.plan_bytes <= (16 if mode == "best-fit" else 8) * 4 < full.plan_bytes
+    collate = functools.partial(collate_packed, seq_len=128)
+    got = list(DataLoader(PackedSequenceDataset(tokens, offsets), batch_sampler=small, num_workers=2,
+                          collate_fn=collate))
+    want = list(full)
+    assert len(got) == len(want) == len(small)
+    for batch, mb in zip(got, want):
+        for row, seq in enumerate(mb):
+            ids = [offsets[d] + o + i for d, o, n in seq for i in range(n)]
+            assert batch["input_ids"][row, :len(ids)].tolist() == ids
+    state = small.state_dict(batches=5)
+    resumed = PackedSequenceSampler(lengths, 128, 2, 3, 1, **kwargs)
+    resumed.load_state_dict(state)
+    assert list(resumed) == want[5:]
+
+
 def test_the_checkpointing_loader_resumes_packed_sequences_after_the_batches_received():
     lengths = lognormal(800, seed=5)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
@@ -192,6 +217,7 @@ def test_a_state_of_another_mode_seq_len_or_lengths_is_refused_naming_the_field(
     ({"micro_batch_size": 0}, "micro_batch_size"),
     ({"mode": "best-fit", "split_long": False}, "document 1 has 900 tokens, over seq_len 64"),
     ({"window": 8, "chunk": 16}, "window 8 is out of range (expected chunk 16..4294967295)"),
+    ({"plan_limit": 0}, "plan_limit 0 is out of range (expected at least 1 window record)"),
 ])
 def test_bad_input_raises_config_error_naming_it(kwargs, message):
     args = {"seq_len": 64, "micro_batch_size": 1, **kwargs}

@@ -58,6 +58,9 @@ class PackedSequenceSampler(_StepSampler):
     ``mode="best-fit"`` packs each window's documents whole into sequences of at most
     ``seq_len`` by best-fit decreasing (longer documents are split, or refused with
     ``split_long=False``), every document once per epoch (``stats["padding_efficiency"]``).
+    The epoch plan keeps at most ``plan_limit`` window records (16 bytes each) whatever
+    the dataset's size; above that many windows it records every k-th one, and finding a
+    step walks up to k - 1 windows (``plan_bytes``, ``plan_stride``). It changes no order.
 
     Each micro-batch is a list of ``micro_batch_size`` sequences, each a tuple of
     ``(document, offset, length)`` pieces; an empty sequence ``()`` is a marker that only
@@ -86,7 +89,7 @@ class PackedSequenceSampler(_StepSampler):
 
     def __init__(self, lengths, seq_len, micro_batch_size=1, num_replicas=None, rank=None, *, accumulation_steps=None,
                  global_batch_size=None, mode="concat", window=1 << 16, chunk=None, split_long=True, shuffle=True,
-                 seed=0):
+                 seed=0, plan_limit=1 << 16):
         who = self._who
         self._shape(micro_batch_size, num_replicas, rank, accumulation_steps, global_batch_size, "drop")
         self.lengths = _token_lengths(who, lengths)
@@ -99,13 +102,15 @@ class PackedSequenceSampler(_StepSampler):
         self.split_long = bool(split_long)
         self.shuffle = bool(shuffle)
         self.seed = seed
+        self.plan_limit = _unsigned(who, "plan_limit", plan_limit)
         self.order = "feistel"
         self._start()
         self.tail = "drop" if mode == "concat" else "uneven"
 
     def _config(self):
         return (self.rank, self.num_replicas, self.seq_len, self.micro_batch_size, self._accumulation, self._global,
-                self.mode, self.window, self.chunk, self.split_long, self.shuffle, _seed64(self._who, self.seed))
+                self.mode, self.window, self.chunk, self.split_long, self.shuffle, _seed64(self._who, self.seed),
+                self.plan_limit)
 
     def _build(self, key):
         return _core.make_packed_sequence_sampler(self.lengths, *key)
@@ -138,6 +143,16 @@ class PackedSequenceSampler(_StepSampler):
     def num_sequences(self):
         """Sequences in the epoch's order (every rank's, the dropped tail included)."""
         return self._current().num_sequences
+
+    @property
+    def plan_bytes(self):
+        """Bytes the epoch plan keeps: at most 16 x (plan_limit + 1), whatever the lengths' count."""
+        return self._current().plan_bytes
+
+    @property
+    def plan_stride(self):
+        """Windows per record of the epoch plan: 1 up to plan_limit windows."""
+        return self._current().plan_stride
 
     @property
     def layout_hash(self):

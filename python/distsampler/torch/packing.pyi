@@ -33,6 +33,7 @@ class PackedSequenceSampler(_StepSampler):
     window: int
     chunk: int
     split_long: bool
+    plan_limit: int
     accumulation_steps: int
     global_batch_size: int
     tail: str
@@ -53,11 +54,16 @@ class PackedSequenceSampler(_StepSampler):
         split_long: bool = ...,
         shuffle: bool = ...,
         seed: int = ...,
+        plan_limit: int = ...,
     ) -> None: ...
     @property
     def stats(self) -> Dict[str, Union[int, float]]: ...
     @property
     def num_sequences(self) -> int: ...
+    @property
+    def plan_bytes(self) -> int: ...
+    @property
+    def plan_stride(self) -> int: ...
     @property
     def layout_hash(self) -> int: ...
     def micro_batch(self, step: int, k: int = ...) -> List[PackedSequence]: ...
