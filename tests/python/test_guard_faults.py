@@ -95,3 +95,26 @@ def test_guard_refuses_a_timeout_that_is_not_a_positive_number():
             guard(Sampler(), timeout=bad)
         assert str(e.value) == (f"guard: timeout={bad if not isinstance(bad, datetime.timedelta) else -3.0!r} is not "
                                 f"a positive number of seconds (expected e.g. timeout=60 or a datetime.timedelta)")
+
+
+def test_a_store_whose_server_is_gone_names_the_cause_and_the_way_out():
+    from distsampler.torch._exchange import exchange
+
+    class GoneStore:  # what a TCPStore client raises once the process hosting its server died
+        def __init__(self, error):
+            self.error = error
+
+        def set(self, key, value):
+            raise RuntimeError(self.error)
+
+        add = get = compare_set = delete_key = set
+
+    with pytest.raises(distsampler.ConfigError) as e:
+        exchange(GoneStore("Connection reset by peer\nException raised from recvBytes"), "ns", 1, 3, b"r", 2.0, "guard")
+    assert str(e.value) == ("guard: rank 1 failed to write the store keys under 'ns' (expected all 3 ranks to call the "
+                            "guard, equally often, on one store): Connection reset by peer; the store's server is gone "
+                            "(a TCPStore's runs in the process that created it, usually rank 0, which has died or "
+                            "closed it): restart every rank from the last checkpoint")
+    with pytest.raises(distsampler.ConfigError) as e:
+        exchange(GoneStore("Socket Timeout"), "ns", 1, 3, b"r", 2.0, "guard")
+    assert str(e.value).endswith("on one store): Socket Timeout")

@@ -39,6 +39,18 @@ inline std::string ranks_text(const std::vector<std::uint64_t>& ranks) {
   return text;
 }
 
+// What to add to a store error that says the store's server went away: a TCPStore's server
+// runs in the process that created it (usually rank 0), so it died with that process.
+inline std::string store_gone_hint(const std::string& reason) {
+  for (const char* sign : {"Connection reset", "Broken pipe", "Connection refused", "Connection closed"}) {
+    if (reason.find(sign) != std::string::npos) {
+      return "; the store's server is gone (a TCPStore's runs in the process that created it, usually rank 0, "
+             "which has died or closed it): restart every rank from the last checkpoint";
+    }
+  }
+  return "";
+}
+
 [[noreturn]] inline void store_failed(const char* who, const World& process, const std::string& ns, const char* what,
                                       const std::exception& e) {
   std::string reason = e.what();
@@ -46,7 +58,8 @@ inline std::string ranks_text(const std::vector<std::uint64_t>& ranks) {
   distsampler::detail::throw_config_error(std::string(who) + ": rank " + std::to_string(process.rank) + " failed to " +
                                           what + " the store keys under '" + ns + "' (expected all " +
                                           std::to_string(process.world_size) +
-                                          " ranks to call the guard, equally often, on one store): " + reason);
+                                          " ranks to call the guard, equally often, on one store): " + reason +
+                                          store_gone_hint(reason));
 }
 
 // The namespace of this rank's next guard call: this rank's n-th guard on this store meets

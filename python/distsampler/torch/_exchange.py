@@ -5,6 +5,17 @@ import time
 
 from .._core import ConfigError
 
+_STORE_GONE = ("Connection reset", "Broken pipe", "Connection refused", "Connection closed")
+
+
+def _store_gone_hint(reason):
+    """What to add to a store error that says the store's server went away (a TCPStore's
+    server runs in the process that created it, usually rank 0)."""
+    if any(sign in reason for sign in _STORE_GONE):
+        return ("; the store's server is gone (a TCPStore's runs in the process that created it, usually rank 0, "
+                "which has died or closed it): restart every rank from the last checkpoint")
+    return ""
+
 
 def timeout_seconds(timeout):
     """`timeout` (seconds, or a datetime.timedelta) as float seconds; ConfigError unless positive."""
@@ -91,7 +102,8 @@ def exchange(store, ns, rank, world, mine, timeout, who):
     except RuntimeError as e:
         reason = str(e).split("\n")[0]
         raise ConfigError(f"{who}: rank {rank} failed to {stage} the store keys under '{ns}' (expected all {world} "
-                          f"ranks to call the guard, equally often, on one store): {reason}") from None
+                          f"ranks to call the guard, equally often, on one store): {reason}{_store_gone_hint(reason)}"
+                          ) from None
     if decision != "ok":
         raise ConfigError(f"{who}: {decision.split(' ', 2)[2]}")
     return records
