@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace cli {
 namespace {
@@ -62,6 +63,7 @@ const std::vector<FlagSpec>& flags() {
        "                               documents packed whole by best-fit decreasing, every document once"},
       {"--chunk", "C", "consecutive documents kept together in the shuffle (default min(1024, --window))"},
       {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
+      {"--plan-limit", "N", "the most window records the epoch plan keeps (default 65536; changes no output)"},
       {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
       {"--state-after", "S", "print the steps before S, then `state: LINE` (resumable with --resume), and exit"},
       {"--mesh", "NAME=SIZE,...",
@@ -298,6 +300,9 @@ std::string command_help(const CommandSpec& command) {
   std::string out = fmt::format("usage: {}\n\n{}\n\nflags:\n", command.synopsis, command.summary);
   for (const auto name : flags_of(command)) {
     const FlagSpec* f = find_flag(name);
+    if (f == nullptr) {  // a command lists a flag the table does not describe: a bug of this program
+      throw std::logic_error(fmt::format("{} takes {}, which has no entry in the flag table", command.name, name));
+    }
     const bool required = std::find(command.required.begin(), command.required.end(), name) != command.required.end();
     const std::string head = f->metavar.empty() ? std::string(name) : fmt::format("{} {}", name, f->metavar);
     out += fmt::format("  {:<28} {}{}\n", head, required ? "(required) " : "", f->help);

@@ -68,6 +68,7 @@ int run_pack(const Invocation& in) {
   if (in.has("--window")) o.with_window(positive(in, "--window", 1));
   if (in.has("--chunk")) o.with_window(o.window, positive(in, "--chunk", 1));
   if (in.has("--no-split")) o.with_split_long(false);
+  if (in.has("--plan-limit")) o.with_plan_limit(positive(in, "--plan-limit", 1));
   if (in.has("--seed")) o.with_seed(parse_seed("--seed", in.text("--seed")));
   if (world_size > limits::ranks) {
     throw UsageError(fmt::format("--world {} is too large for pack (at most {}: every rank's micro-batches are printed)",
@@ -167,10 +168,11 @@ std::vector<CommandSpec> pack_commands() {
            "of rank R only with --rank. --lengths takes a list, a file of one count per line or a Megatron .idx\n"
            "file. --state-after S stops before step S and prints the state; --resume continues it on any world,\n"
            "numbering steps globally. Then a summary: sequences, tokens dropped or padded, padding efficiency,\n"
-           "empty sequences. Documents of 0 tokens are skipped and counted.",
+           "empty sequences. Documents of 0 tokens are skipped and counted. --plan-limit N keeps at most N window\n"
+           "records in the epoch plan (it changes no output).",
            {"--lengths", "--seq-len", "--world"},
-           {"--micro-batch", "--accum", "--global-batch", "--mode", "--window", "--chunk", "--no-split", "--rank",
-            "--steps", "--seed", "--epoch", "--state-after", "--resume"},
+           {"--micro-batch", "--accum", "--global-batch", "--mode", "--window", "--chunk", "--no-split",
+            "--plan-limit", "--rank", "--steps", "--seed", "--epoch", "--state-after", "--resume"},
            fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at "
                        "most {}.\n",
                        limits::lengths, limits::ranks),

@@ -42,7 +42,7 @@ FLAG = {
     "schedule": "--schedule", "end": "--end", "end_count": "--end-count", "seq_len": "--seq-len",
     "mode": "--mode", "chunk": "--chunk", "split_long": "--no-split", "global_batch_size": "--global-batch",
     "paths": "--shard-sizes", "micro_batch": "--micro-batch", "byte_sizes": "--byte-sizes", "filter": "--keep",
-    "share": "--share",
+    "share": "--share", "plan_limit": "--plan-limit",
 }
 
 # Options no command reaches, per family: they shape how a program consumes a sampler.

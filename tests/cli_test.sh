@@ -367,6 +367,16 @@ for i in $(seq 1 60); do echo $(( (i * 37) % 41 )); done >"$tmp/pack_lengths.txt
 run "${pc[@]}"
 whole="$(grep '^step' <<<"$out")"
 expect 0 '^tokens: 1208 in the epoch, 1152 read, 56 dropped, 0 padded; padding efficiency 1\.0000; 0 empty' -- "${pc[@]}"
+# A plan of one window record (of 8) reads the same steps; 0 records is refused.
+for mode in concat best-fit; do
+  run "${pc[@]}" --mode "$mode"
+  full="$out"
+  run "${pc[@]}" --mode "$mode" --plan-limit 1
+  [[ "$out" == "$full" && "$(grep -c '^step' <<<"$out")" -gt 8 ]] \
+    && passed=$((passed + 1)) || fail "pack --plan-limit 1 --mode $mode: expected the output of the full plan"$'\n'"$out"
+done
+refuse --plan-limit '--plan-limit 0 is too small (expected at least 1)' pack --lengths 3,4 --seq-len 2 --world 1 \
+    --plan-limit 0
 run "${pc[@]}" --state-after 2
 state="$(sed -n 's/^state: //p' <<<"$out")"
 [[ "$state" == distsampler-state\ v3\ sampler=pack* && "$(grep -c '^step' <<<"$out")" -eq 12 ]] \
