@@ -7,7 +7,7 @@ points from a lower layer to a higher one.
 The layers, lowest first (docs/ARCHITECTURE.md):
 
   base        version.hpp, error.hpp, detail/*       (detail/ includes nothing but base)
-  vocabulary  options.hpp, world.hpp, mesh.hpp, state.hpp, state/*   (values every part shares)
+  vocabulary  options.hpp, world.hpp, mesh.hpp, state.hpp, lengths.hpp, state/*   (values every part shares)
   order       permutation_traits.hpp, feistel.hpp, permutation.hpp, epoch_order.hpp
   layout      partition.hpp, batch_layout.hpp, worker_schedule.hpp
   samplers    the top-level samplers and checks, and one folder per family (shards/,
@@ -32,6 +32,7 @@ TOP = {
     "world.hpp": "vocabulary",
     "mesh.hpp": "vocabulary",
     "state.hpp": "vocabulary",
+    "lengths.hpp": "vocabulary",
     "permutation_traits.hpp": "order",
     "feistel.hpp": "order",
     "permutation.hpp": "order",

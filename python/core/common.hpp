@@ -183,4 +183,16 @@ void bind_step_sampler(py::class_<S>& c) {
            [](const S& s, std::uint64_t j) { return s.state_after_micro_batches(j).to_text(); });
 }
 
+// The lengths a sampler reads, as a view of `lengths`: a 1-D C-contiguous uint32 array (the
+// Python package converts other integer arrays once, with messages for bad values).
+// config_error naming `sampler` and what one length is (`per`) otherwise.
+inline ds::LengthView length_view(const py::array& lengths, const char* sampler, const char* per) {
+  if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
+      (lengths.flags() & py::array::c_style) == 0) {
+    throw ds::config_error(std::string(sampler) + ": lengths is not a 1-D C-contiguous uint32 array (expected one uint32 " +
+                           per + "; distsampler.torch." + sampler + " converts other integer arrays)");
+  }
+  return ds::LengthView(static_cast<const std::uint32_t*>(lengths.data()), static_cast<std::uint64_t>(lengths.size()));
+}
+
 }  // namespace distsampler_python

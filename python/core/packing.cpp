@@ -62,17 +62,6 @@ py::list sequences_of(const ds::PackMicroBatch& b) {
   return out;
 }
 
-ds::DocumentLengths document_lengths(const py::array& lengths) {
-  if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
-      (lengths.flags() & py::array::c_style) == 0) {
-    throw ds::config_error(
-        "PackedSequenceSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 token count per "
-        "document; distsampler.torch.PackedSequenceSampler converts other integer arrays)");
-  }
-  return ds::DocumentLengths(static_cast<const std::uint32_t*>(lengths.data()),
-                             static_cast<std::uint64_t>(lengths.size()));
-}
-
 py::dict pack_stats(const ds::PackEpochStats& s) {
   py::dict d;
   d["documents"] = s.documents;
@@ -137,7 +126,7 @@ void register_packing(py::module_& m) {
          std::uint64_t micro_batch_size, std::uint64_t accumulation, std::uint64_t global_batch,
          const std::string& mode, std::uint64_t window, std::uint64_t chunk, bool split_long, bool shuffle,
          std::uint64_t seed, std::uint64_t plan_limit) {
-        const ds::DocumentLengths view = document_lengths(lengths);
+        const ds::DocumentLengths view = length_view(lengths, "PackedSequenceSampler", "token count per document");
         ds::PackOptions o;
         o.with_seq_len(seq_len)
             .with_micro_batch_size(micro_batch_size)

@@ -110,18 +110,6 @@ ds::Oversize oversize_of(const std::string& text) {
       {{"error", ds::Oversize::error}, {"own_batch", ds::Oversize::own_batch}, {"skip", ds::Oversize::skip}});
 }
 
-// The lengths as the sampler reads them: a 1-D C-contiguous uint32 array (the Python
-// package converts other integer arrays once, with messages for bad values).
-ds::LengthView length_view(const py::array& lengths) {
-  if (lengths.ndim() != 1 || !py::isinstance<py::array_t<std::uint32_t>>(lengths) ||
-      (lengths.flags() & py::array::c_style) == 0) {
-    throw ds::config_error(
-        "TokenBatchSampler: lengths is not a 1-D C-contiguous uint32 array (expected one uint32 "
-        "length per sample; distsampler.torch.TokenBatchSampler converts other integer arrays)");
-  }
-  return ds::LengthView(static_cast<const std::uint32_t*>(lengths.data()), static_cast<std::uint64_t>(lengths.size()));
-}
-
 py::dict token_stats(const ds::TokenEpochStats& s) {
   py::dict d;
   d["steps"] = s.steps;
@@ -190,7 +178,7 @@ void register_tokens(py::module_& m) {
          const std::string& cost, std::uint64_t quadratic_q, std::uint64_t max_samples, std::uint64_t batch_multiple,
          std::uint64_t window, std::uint64_t accumulation, bool longest_first, const std::string& oversize,
          bool shuffle, std::uint64_t seed) {
-        const ds::LengthView view = length_view(lengths);
+        const ds::LengthView view = length_view(lengths, "TokenBatchSampler", "length per sample");
         ds::TokenBatchOptions o;
         o.with_max_tokens(max_tokens)
             .with_cost(token_cost_of(cost), quadratic_q)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../lengths.hpp"
 #include "../options.hpp"
 #include "../version.hpp"
 
@@ -41,18 +42,10 @@ enum class PackMode : std::uint8_t { concat = 0, best_fit = 1 };
   detail::throw_config_error(std::string(who) + " \"" + std::string(text) + "\" is unknown (expected concat or best-fit)");
 }
 
-/// A read-only view of per-document token counts: any contiguous memory (a vector, a
+/// The per-document token counts a PackedSequenceSampler reads: a LengthView (a vector, a
 /// memory-mapped file of native-endian 32-bit counts, the sizes of a Megatron .idx file).
 /// The memory must outlive the sampler.
-struct DocumentLengths {
-  const std::uint32_t* data = nullptr;
-  std::uint64_t size = 0;
-
-  constexpr DocumentLengths() noexcept = default;
-  constexpr DocumentLengths(const std::uint32_t* values, std::uint64_t count) noexcept : data(values), size(count) {}
-  DocumentLengths(const std::vector<std::uint32_t>& values) noexcept  // NOLINT: implicit by design
-      : data(values.data()), size(values.size()) {}
-};
+using DocumentLengths = LengthView;
 
 /// PackedSequenceSampler's options, the same on every rank, set by name:
 ///

@@ -1,4 +1,4 @@
-// distsampler token batches: the lengths a TokenBatchSampler reads, the micro-batches it hands out and its epoch stats.
+// distsampler token batches: the micro-batches a TokenBatchSampler hands out and its epoch stats (its lengths: lengths.hpp).
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_TOKENS_MICRO_BATCH_HPP
 #define DISTSAMPLER_TOKENS_MICRO_BATCH_HPP
@@ -6,21 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "../lengths.hpp"
 #include "../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
-
-/// A read-only view of per-sample lengths: any contiguous memory (a vector, a
-/// memory-mapped file of native-endian 32-bit values). The memory must outlive the sampler.
-struct LengthView {
-  const std::uint32_t* data = nullptr;
-  std::uint64_t size = 0;
-
-  constexpr LengthView() noexcept = default;
-  constexpr LengthView(const std::uint32_t* values, std::uint64_t count) noexcept : data(values), size(count) {}
-  LengthView(const std::vector<std::uint32_t>& values) noexcept  // NOLINT: implicit by design
-      : data(values.data()), size(values.size()) {}
-};
 
 /// One micro-batch a rank reads: dataset indices (none for an empty micro-batch, the
 /// marker a rank gets when the window had fewer micro-batches than ranks need; run it as
