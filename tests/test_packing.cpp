@@ -398,6 +398,41 @@ TEST_CASE("A PackWindow planned by a sampler of another seed or shuffle is plann
   }
 }
 
+TEST_CASE("resume() of a state of this or another epoch reads as a sampler built from it; a refused one changes nothing",
+          "[packing]") {
+  const auto lengths = pack_test_lengths(700, 21, 80);
+  for (const PackMode mode : {PackMode::concat, PackMode::best_fit}) {
+    const PackOptions o = pack_opts(mode, 40, 2, 2, 48, 8, 3);
+    PackedSequenceSampler source(700, lengths, World{0, 2}, o);
+    source.set_epoch(2);
+    const SamplerState same = source.state(3, 1);
+    source.set_epoch(5);
+    const SamplerState other = source.state(2);
+    for (const SamplerState* st : {&same, &other}) {
+      PackedSequenceSampler s(700, lengths, World{1, 2}, o);
+      s.set_epoch(st->epoch);  // the same epoch as the state's: resume reuses the plan
+      s.resume(*st);
+      const PackedSequenceSampler built(700, lengths, World{1, 2}, o, *st);
+      REQUIRE(s.epoch() == built.epoch());
+      REQUIRE(s.start() == built.start());
+      REQUIRE(pack_read_all(s).sequences == pack_read_all(built).sequences);
+      PackedSequenceSampler t(700, lengths, World{1, 2}, o);  // another epoch: resume plans the state's
+      t.resume(*st);
+      REQUIRE(pack_read_all(t).sequences == pack_read_all(built).sequences);
+      REQUIRE(t.stats().read_tokens == built.stats().read_tokens);
+    }
+    PackedSequenceSampler u(700, lengths, World{0, 2}, o);
+    const PackRead before = pack_read_all(u);
+    SamplerState beyond = same;
+    beyond.consumed = u.num_sequences() + 1;
+    beyond.set_key(u.key());
+    beyond.epoch = 0;
+    CHECK_THROWS_WITH(u.resume(beyond), Catch::Contains("exceeds the epoch's"));
+    REQUIRE(u.start() == 0);
+    REQUIRE(pack_read_all(u).sequences == before.sequences);
+  }
+}
+
 TEST_CASE("A document cut at the stop of a concat run continues at its offset after resume", "[packing]") {
   const std::vector<std::uint32_t> lengths = {10, 10, 10, 10};
   const PackOptions o = pack_opts(PackMode::concat, 3, 1, 1, 4, 4, 0).with_shuffle(false);
