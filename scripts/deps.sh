@@ -24,8 +24,10 @@ core_packages=(cmake make ninja-build g++ catch2 libfmt-dev)
 # What the full test suite adds: MPI for the multi-process tests, libtorch for the adapter,
 # ccache (used when present) for rebuilds, and the cross compilers and emulator of the
 # arch_digests test: i686 (a cross compiler, since Debian's g++-multilib conflicts with every
-# cross gcc) and big-endian s390x, run under qemu-user.
-test_packages=(openmpi-bin libopenmpi-dev libtorch-dev ccache g++-i686-linux-gnu g++-s390x-linux-gnu qemu-user)
+# cross gcc) and big-endian s390x, run under qemu-user; pytest-xdist runs the Python tests
+# beside each other.
+test_packages=(openmpi-bin libopenmpi-dev libtorch-dev ccache g++-i686-linux-gnu g++-s390x-linux-gnu qemu-user
+               python3-pytest-xdist)
 # The Python package's build and tests: Debian's interpreter with torch, pybind11 and pytest.
 python_packages=(python3 python3-dev python3-venv python3-setuptools python3-pybind11 python3-numpy python3-pytest
                  python3-torch python3-hypothesis)

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef CONSUMER_TORCH
   const std::string torch_result = consumer_torch();
-  if (torch_result != "torch loader read 37 of 37 indices once each") failure += " torch gave '" + torch_result + "'";
+  if (torch_result != "torch sampler read 37 of 37 indices once each") failure += " torch gave '" + torch_result + "'";
 #endif
   (void)argc;
   (void)argv;

@@ -79,3 +79,25 @@ def gloo2(gloo4, tmp_path_factory):
 def gloo8(tmp_path_factory):
     """Eight processes as the global ranks of a parallel mesh (dp=4,tp=2, then pp=2,dp=2,tp=2): the mesh guard."""
     return Job(tmp_path_factory.mktemp("gloo8"), 8, ["mesh_dp_tp", "mesh_pp_dp_tp"])
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist's `--dist loadgroup` (scripts/test) the tests sharing a launch stay in one
+    worker, so that each launch is made once per run: those using the gloo jobs above form one group,
+    those using a module-scoped fixture of their module another per module; the others go to any
+    worker. Without xdist the marks change nothing."""
+    for item in items:
+        group = None
+        for name in item.fixturenames:
+            defs = item._fixtureinfo.name2fixturedefs.get(name)
+            if not defs or defs[-1].scope == "function":
+                continue
+            where = getattr(defs[-1].func, "__module__", "") or ""
+            if where.endswith("conftest"):
+                group = "gloo-jobs"
+                break
+            if where.rpartition(".")[2].startswith("test_"):
+                group = item.module.__name__
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
