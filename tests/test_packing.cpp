@@ -398,7 +398,7 @@ TEST_CASE("A PackWindow planned by a sampler of another seed or shuffle is plann
   }
 }
 
-TEST_CASE("resume() of a state of this or another epoch reads as a sampler built from it; a refused one changes nothing",
+TEST_CASE("resume() of a state of this or another epoch reads as a sampler built from it, and a refused one changes nothing",
           "[packing]") {
   const auto lengths = pack_test_lengths(700, 21, 80);
   for (const PackMode mode : {PackMode::concat, PackMode::best_fit}) {
