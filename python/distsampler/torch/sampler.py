@@ -87,13 +87,16 @@ class DistributedSampler(_TorchDistributedSampler):
     def _guard_sums(self):
         """(dataset_size, ReadSums words, start) of the pass a copy would read, for ``guard``'s mesh cover check
         (the C++ segment_sums: padding flagged, the resumed segment's consumed samples as skips)."""
-        if self._pending is None:
-            core = self._cpp(self._epoch64())
-        elif self._prepared is not None and self._prepared[0] == self._config():
-            core = self._prepared[1]
-        else:
-            core = self._resumed(self._pending)
+        core = self._next_core()
         return (*core.guard_sums(), core.start)
+
+    def _next_core(self):
+        """The C++ sampler the next pass reads: this epoch's, or the loaded state's (prepared once)."""
+        if self._pending is None:
+            return self._cpp(self._epoch64())
+        if self._prepared is not None and self._prepared[0] == self._config():
+            return self._prepared[1]
+        return self._resumed(self._pending)
 
     def _epoch64(self):
         return _unsigned("DistributedSampler", "epoch", self.epoch)
@@ -113,12 +116,7 @@ class DistributedSampler(_TorchDistributedSampler):
         # A generator: the loaded state is taken at the first next(), not at iter().
         # DataLoader calls iter() twice when it has workers and drops the first iterator
         # unused; that one must not consume the state.
-        if self._pending is None:
-            core = self._cpp(self._epoch64())
-        elif self._prepared is not None and self._prepared[0] == self._config():
-            core = self._prepared[1]
-        else:
-            core = self._resumed(self._pending)
+        core = self._next_core()
         self._pending = self._prepared = None
         yield from self._pass(core)
 
