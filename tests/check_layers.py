@@ -40,9 +40,6 @@ TOP = {
     "partition.hpp": "layout",
     "batch_layout.hpp": "layout",
     "worker_schedule.hpp": "layout",
-    "distributed_sampler.hpp": "samplers",
-    "batch_sampler.hpp": "samplers",
-    "weighted.hpp": "samplers",
     "verify.hpp": "samplers",
     "overlap_check.hpp": "samplers",
     "mesh_check.hpp": "samplers",
@@ -112,13 +109,13 @@ def self_test():
     import tempfile
     planted = {
         "detail/mix.hpp": ('"../options.hpp"', "detail/mix.hpp (base) includes options.hpp (vocabulary)"),
-        "partition.hpp": ('"distributed_sampler.hpp"', "partition.hpp (layout) includes distributed_sampler.hpp"),
+        "partition.hpp": ('"verify.hpp"', "partition.hpp (layout) includes verify.hpp"),
         "verify.hpp": ('"shards/walk.hpp"', "verify.hpp (a top-level sampler header) includes shards/walk.hpp"),
         "tokens/plan.hpp": ('"../shards/walk.hpp"', "tokens/plan.hpp (family tokens/) includes shards/walk.hpp"),
         "mixture/node.hpp": ('"../shards/detail/holes.hpp"', "mixture/node.hpp (family mixture/) includes shards/detail"),
         "state.hpp": ('"mpi.hpp"', "state.hpp (vocabulary) includes mpi.hpp (adapters)"),
     }
-    clean = ["version.hpp", "error.hpp", "options.hpp", "distributed_sampler.hpp", "shards/walk.hpp",
+    clean = ["version.hpp", "error.hpp", "options.hpp", "verify.hpp", "shards/walk.hpp",
              "shards/detail/holes.hpp", "mpi.hpp", "fmt.hpp"]
     with tempfile.TemporaryDirectory() as tmp:
         for rel in clean + list(planted):

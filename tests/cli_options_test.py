@@ -27,7 +27,7 @@ FAMILIES = {
     "MixtureSampler": ("mix", "mixture/mixture_sampler.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
     "PackedSequenceSampler": ("pack", "packing/options.hpp", "PackOptions", "packing.py", "PackedSequenceSampler"),
     "StreamSampler": ("stream", "streams/plan.hpp", "StreamOptions", "streams.py", "StreamDataset"),
-    "WeightedSampler": (None, "weighted.hpp", "WeightedSamplerOptions", "weighted.py",
+    "WeightedSampler": (None, "weighted/weighted_sampler.hpp", "WeightedSamplerOptions", "weighted.py",
                         "DistributedWeightedRandomSampler"),
 }
 

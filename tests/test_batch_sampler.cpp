@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/batch_sampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
 
 using distsampler::BatchSamplerOptions;
 using distsampler::config_error;

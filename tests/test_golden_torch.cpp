@@ -8,7 +8,7 @@
 // this file or the golden file must be a decision, not an accident.
 #include <catch2/catch.hpp>
 
-#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
 #include <distsampler/permutation.hpp>
 
 #include <cstddef>

@@ -6,8 +6,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <distsampler/batch_sampler.hpp>
-#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
 #include <distsampler/options.hpp>
 
 using distsampler::BatchSamplerOptions;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <distsampler/batch_sampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
 #include <distsampler/state.hpp>
 
 using distsampler::BatchSamplerOptions;

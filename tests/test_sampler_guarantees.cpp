@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include <distsampler/batch_sampler.hpp>
-#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
 #include <distsampler/permutation.hpp>
 
 #include "flaky_permutation.hpp"

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
-#include <distsampler/distributed_sampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
 #include <distsampler/shards/streaming_shard_sampler.hpp>
 #include <distsampler/verify.hpp>
 

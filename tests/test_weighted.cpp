@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <distsampler/weighted.hpp>
+#include <distsampler/weighted/weighted_sampler.hpp>
 
 using distsampler::AliasTable;
 using distsampler::SamplerState;

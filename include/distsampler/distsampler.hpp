@@ -4,8 +4,8 @@
 #define DISTSAMPLER_DISTSAMPLER_HPP
 
 #include "batch_layout.hpp"
-#include "batch_sampler.hpp"
-#include "distributed_sampler.hpp"
+#include "batch/batch_sampler.hpp"
+#include "distributed/distributed_sampler.hpp"
 #include "epoch_order.hpp"
 #include "error.hpp"
 #include "feistel.hpp"
@@ -27,7 +27,7 @@
 #include "tokens/plan.hpp"
 #include "verify.hpp"
 #include "version.hpp"
-#include "weighted.hpp"
+#include "weighted/weighted_sampler.hpp"
 #include "worker_schedule.hpp"
 #include "world.hpp"
 

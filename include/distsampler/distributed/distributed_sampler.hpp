@@ -13,17 +13,17 @@
 #include <utility>
 #include <vector>
 
-#include "epoch_order.hpp"
-#include "error.hpp"
-#include "feistel.hpp"
-#include "options.hpp"
-#include "overlap_check.hpp"
-#include "partition.hpp"
-#include "permutation.hpp"
-#include "permutation_traits.hpp"
-#include "state.hpp"
-#include "version.hpp"
-#include "world.hpp"
+#include "../epoch_order.hpp"
+#include "../error.hpp"
+#include "../feistel.hpp"
+#include "../options.hpp"
+#include "../overlap_check.hpp"
+#include "../partition.hpp"
+#include "../permutation.hpp"
+#include "../permutation_traits.hpp"
+#include "../state.hpp"
+#include "../version.hpp"
+#include "../world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

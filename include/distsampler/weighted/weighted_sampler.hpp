@@ -15,16 +15,16 @@
 #include <utility>
 #include <vector>
 
-#include "detail/bounded.hpp"
-#include "detail/ieee_double.hpp"
-#include "detail/mix.hpp"
-#include "state/format.hpp"
-#include "error.hpp"
-#include "options.hpp"
-#include "partition.hpp"
-#include "state.hpp"
-#include "version.hpp"
-#include "world.hpp"
+#include "../detail/bounded.hpp"
+#include "../detail/ieee_double.hpp"
+#include "../detail/mix.hpp"
+#include "../state/format.hpp"
+#include "../error.hpp"
+#include "../options.hpp"
+#include "../partition.hpp"
+#include "../state.hpp"
+#include "../version.hpp"
+#include "../world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

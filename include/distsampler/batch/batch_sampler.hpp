@@ -10,18 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "batch_layout.hpp"
-#include "epoch_order.hpp"
-#include "error.hpp"
-#include "feistel.hpp"
-#include "options.hpp"
-#include "overlap_check.hpp"
-#include "permutation.hpp"
-#include "permutation_traits.hpp"
-#include "state.hpp"
-#include "version.hpp"
-#include "worker_schedule.hpp"
-#include "world.hpp"
+#include "../batch_layout.hpp"
+#include "../epoch_order.hpp"
+#include "../error.hpp"
+#include "../feistel.hpp"
+#include "../options.hpp"
+#include "../overlap_check.hpp"
+#include "../permutation.hpp"
+#include "../permutation_traits.hpp"
+#include "../state.hpp"
+#include "../version.hpp"
+#include "../worker_schedule.hpp"
+#include "../world.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
