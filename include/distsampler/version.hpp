@@ -4,7 +4,7 @@
 #define DISTSAMPLER_VERSION_HPP
 
 #define DISTSAMPLER_VERSION_MAJOR 0
-#define DISTSAMPLER_VERSION_MINOR 2
+#define DISTSAMPLER_VERSION_MINOR 3
 #define DISTSAMPLER_VERSION_PATCH 0
 
 /// The version as one integer, major * 10000 + minor * 100 + patch.

@@ -36,15 +36,13 @@ endforeach()
 if(EXISTS ${PREFIX}/bin)
   message(FATAL_ERROR "the default install has a bin/ directory (the CLI is installed with --component cli only)")
 endif()
-# include/ and the forwarding headers of the old paths (compat/include/) install into one tree.
+# include/ installs as it is, and nothing else does.
 file(GLOB_RECURSE source_headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/*.hpp)
-file(GLOB_RECURSE compat_headers RELATIVE ${SOURCE_DIR}/compat/include ${SOURCE_DIR}/compat/include/*.hpp)
-list(APPEND source_headers ${compat_headers})
 file(GLOB_RECURSE installed_headers RELATIVE ${PREFIX}/include ${PREFIX}/include/*.hpp)
 list(SORT source_headers)
 list(SORT installed_headers)
 if(NOT source_headers STREQUAL installed_headers)
-  message(FATAL_ERROR "installed headers differ from include/ and compat/include/:\n${installed_headers}\nvs\n${source_headers}")
+  message(FATAL_ERROR "installed headers differ from include/:\n${installed_headers}\nvs\n${source_headers}")
 endif()
 
 # Version compatibility before 1.0: only the same major.minor (any patch) satisfies a request.

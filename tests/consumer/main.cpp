@@ -6,7 +6,6 @@
 #include <string>
 
 std::string consumer_fmt(const distsampler::World& world);
-std::string consumer_old_paths();
 #ifdef CONSUMER_MPI
 std::string consumer_mpi(int& argc, char**& argv);
 #endif
@@ -22,8 +21,6 @@ int main(int argc, char** argv) {
   std::string failure = report.ok() ? "" : report.summary();
   const std::string fmt_result = consumer_fmt(distsampler::World(2, 3));
   if (fmt_result != "rank 2 of 3, Tail uneven") failure += " fmt gave '" + fmt_result + "'";
-  const std::string old_result = consumer_old_paths();
-  if (old_result != "old paths: shard 15 token 8") failure += " the 0.1 include paths gave '" + old_result + "'";
 #ifdef CONSUMER_MPI
   const std::string mpi_result = consumer_mpi(argc, argv);
   if (mpi_result != "mpi world 0 of 1") failure += " mpi gave '" + mpi_result + "'";
