@@ -8,6 +8,7 @@
 
 #include <distsampler/batch/batch_sampler.hpp>
 #include <distsampler/distributed/distributed_sampler.hpp>
+#include <distsampler/distsampler.hpp>
 #include <distsampler/options.hpp>
 
 using distsampler::BatchSamplerOptions;
@@ -51,6 +52,29 @@ static_assert(!std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t,
 static_assert(std::is_constructible_v<DistributedBatchSampler<>, std::uint64_t, World, BatchSamplerOptions>);
 static_assert(!std::is_constructible_v<DistributedSampler<>, std::uint64_t, std::uint64_t, World>);
 static_assert(std::is_constructible_v<DistributedSampler<>, std::uint64_t, World, SamplerOptions>);
+
+// Every sampler names the options type it is built from, and options() returns exactly that type, so generic
+// code (bindings, guards, factories) can take `typename S::options_type` without a table of families.
+template <class S, class = void>
+struct returns_its_options : std::true_type {};  // a sampler without options() (StreamSampler keeps a plan)
+template <class S>
+struct returns_its_options<S, std::void_t<decltype(std::declval<const S&>().options())>>
+    : std::is_same<std::decay_t<decltype(std::declval<const S&>().options())>, typename S::options_type> {};
+static_assert(std::is_same_v<distsampler::DistributedSampler<>::options_type, distsampler::SamplerOptions>);
+static_assert(std::is_same_v<distsampler::DistributedBatchSampler<>::options_type, distsampler::BatchSamplerOptions>);
+static_assert(std::is_same_v<distsampler::WeightedSampler::options_type, distsampler::WeightedSamplerOptions>);
+static_assert(std::is_same_v<distsampler::StreamingShardSampler::options_type, distsampler::ShardSamplerOptions>);
+static_assert(std::is_same_v<distsampler::TokenBatchSampler::options_type, distsampler::TokenBatchOptions>);
+static_assert(std::is_same_v<distsampler::MixtureSampler::options_type, distsampler::MixtureOptions>);
+static_assert(std::is_same_v<distsampler::PackedSequenceSampler::options_type, distsampler::PackOptions>);
+static_assert(std::is_same_v<distsampler::StreamSampler::options_type, distsampler::StreamOptions>);
+static_assert(returns_its_options<distsampler::DistributedSampler<distsampler::TorchRandperm>>::value);
+static_assert(returns_its_options<distsampler::DistributedBatchSampler<>>::value);
+static_assert(returns_its_options<distsampler::WeightedSampler>::value);
+static_assert(returns_its_options<distsampler::StreamingShardSampler>::value);
+static_assert(returns_its_options<distsampler::TokenBatchSampler>::value);
+static_assert(returns_its_options<distsampler::MixtureSampler>::value);
+static_assert(returns_its_options<distsampler::PackedSequenceSampler>::value);
 
 TEST_CASE("SamplerOptions: defaults, setters by name, equality", "[options]") {
   constexpr SamplerOptions defaults;

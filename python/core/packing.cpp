@@ -126,7 +126,7 @@ void register_packing(py::module_& m) {
          std::uint64_t micro_batch_size, std::uint64_t accumulation, std::uint64_t global_batch,
          const std::string& mode, std::uint64_t window, std::uint64_t chunk, bool split_long, bool shuffle,
          std::uint64_t seed, std::uint64_t plan_limit) {
-        const ds::DocumentLengths view = length_view(lengths, "PackedSequenceSampler", "token count per document");
+        const ds::LengthView view = length_view(lengths, "PackedSequenceSampler", "token count per document");
         ds::PackOptions o;
         o.with_seq_len(seq_len)
             .with_micro_batch_size(micro_batch_size)

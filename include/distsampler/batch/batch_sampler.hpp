@@ -105,6 +105,7 @@ class DistributedBatchSampler {
   static_assert(check_permutation<Permutation>(), "see permutation_traits.hpp");
 
  public:
+  using options_type = BatchSamplerOptions;  ///< the options type it is built from
   using permutation_type = Permutation;
   using permutation_options = typename Permutation::options_type;
   class StepView;

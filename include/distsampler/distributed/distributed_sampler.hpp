@@ -87,6 +87,7 @@ class DistributedSampler {
   static_assert(check_permutation<Permutation>(), "see permutation_traits.hpp");
 
  public:
+  using options_type = SamplerOptions;  ///< the options type it is built from
   using permutation_type = Permutation;
   using permutation_options = typename Permutation::options_type;
 

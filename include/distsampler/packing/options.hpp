@@ -42,11 +42,6 @@ enum class PackMode : std::uint8_t { concat = 0, best_fit = 1 };
   detail::throw_config_error(std::string(who) + " \"" + std::string(text) + "\" is unknown (expected concat or best-fit)");
 }
 
-/// The per-document token counts a PackedSequenceSampler reads: a LengthView (a vector, a
-/// memory-mapped file of native-endian 32-bit counts, the sizes of a Megatron .idx file).
-/// The memory must outlive the sampler.
-using DocumentLengths = LengthView;
-
 /// PackedSequenceSampler's options, the same on every rank, set by name:
 ///
 ///     PackOptions().with_seq_len(4096).with_micro_batch_size(4).with_accumulation_steps(2)

@@ -68,11 +68,12 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// with its own PackWindow). Iterator invalidation: none (no iterators).
 class PackedSequenceSampler {
  public:
+  using options_type = PackOptions;  ///< the options type it is built from
   /// The family name in saved states.
   static constexpr std::string_view family = "pack";
 
   /// Epoch 0 from its start. `lengths` must hold dataset_size token counts.
-  PackedSequenceSampler(std::uint64_t dataset_size, DocumentLengths lengths, World world, PackOptions options)
+  PackedSequenceSampler(std::uint64_t dataset_size, LengthView lengths, World world, PackOptions options)
       : lengths_(lengths), world_(checked(world)), options_(checked(options, world_)) {
     Epoch e = first_plan(dataset_size, 0);
     finish(e, 0);
@@ -80,7 +81,7 @@ class PackedSequenceSampler {
   }
 
   /// Continues `state` (see resume). Throws as the other constructor and as resume.
-  PackedSequenceSampler(std::uint64_t dataset_size, DocumentLengths lengths, World world, PackOptions options,
+  PackedSequenceSampler(std::uint64_t dataset_size, LengthView lengths, World world, PackOptions options,
                         const SamplerState& state)
       : lengths_(lengths), world_(checked(world)), options_(checked(options, world_)) {
     Epoch e = first_plan(dataset_size, state.epoch);
@@ -480,7 +481,7 @@ class PackedSequenceSampler {
     }
   }
 
-  DocumentLengths lengths_;
+  LengthView lengths_;
   World world_;
   PackOptions options_;
   std::uint64_t n_ = 0;

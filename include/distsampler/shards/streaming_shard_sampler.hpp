@@ -83,6 +83,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// one). Vectors returned by read_plan and remaining_ranges are copies.
 class StreamingShardSampler {
  public:
+  using options_type = ShardSamplerOptions;  ///< the options type it is built from
   using iterator = ShardStreamIterator;
   using worker_stream = ShardWorkerStream;
 

@@ -17,6 +17,7 @@
 #include "../feistel.hpp"
 #include "../state/format.hpp"
 #include "../version.hpp"
+#include "options.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
@@ -69,22 +70,6 @@ struct StreamOpenPass {
   std::vector<StreamRun> runs;
 };
 
-/// How a StreamPlan deals: `seed` orders the passes; `share` is the number of consumers each
-/// shard is cut among by stride (its records part + j * share), StreamOptions::share_all for
-/// every consumer. With share 1 (the default) a shard is cut only when there are fewer shards
-/// than consumers (into ceil(consumers / shards) parts), and the consumers' shares of a pass
-/// differ by the spread of the shard sizes, so without byte hints they drift apart over the
-/// passes. With share_all consumer c reads records j = c + pass + i (mod consumers) of the
-/// shard at position i of the pass, so the shares of a pass differ by at most one record per
-/// shard (those extra records falling on other consumers in each shard) and the consumers
-/// stay within about one pass of each other without hints; the cost is I/O: a format read
-/// front to back is scanned `share` times per pass (docs/STREAMS.md). Plain data.
-struct StreamOptions {
-  /// The share that cuts every shard among every consumer.
-  static constexpr std::uint64_t share_all = 0;
-  std::uint64_t seed = 0;
-  std::uint64_t share = 1;
-};
 
 /// Which consumer reads which pieces in every pass, for `consumers` consumers (rank x loader
 /// worker) over `shards` shards whose record counts are unknown. Pass p walks every shard in

@@ -37,6 +37,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// sampler per loader worker process (each reads only its own cursor). Copying shares the plan.
 class StreamSampler {
  public:
+  using options_type = StreamOptions;  ///< the options type it is built from
   StreamSampler(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, World world, std::uint64_t num_workers,
                 const StreamOptions& options, const std::optional<StreamJobState>& state = std::nullopt)
       : world_(world), num_workers_(num_workers) {

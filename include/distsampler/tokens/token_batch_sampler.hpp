@@ -110,6 +110,7 @@ class TokenWindow {
 /// iterators; TokenWindow values hold their own plan).
 class TokenBatchSampler {
  public:
+  using options_type = TokenBatchOptions;  ///< the options type it is built from
   /// The family name in saved states.
   static constexpr std::string_view family = "tokens";
 

@@ -25,6 +25,7 @@
 #include "../state.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
+#include "options.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
@@ -105,23 +106,6 @@ class AliasTable {
   std::vector<std::uint64_t> alias_;
 };
 
-/// WeightedSampler's options, set by name: OrderOptions' seed and tail (default pad;
-/// `shuffle` is not used), `num_samples` per epoch (0 = the dataset size) and
-/// `replacement` (default true, torch's WeightedRandomSampler default).
-struct WeightedSamplerOptions : OrderOptions<WeightedSamplerOptions> {
-  std::uint64_t num_samples = 0;
-  bool replacement = true;
-
-  constexpr WeightedSamplerOptions() noexcept : OrderOptions(Tail::pad) {}  // user-provided: not an aggregate
-  constexpr WeightedSamplerOptions& with_num_samples(std::uint64_t value) noexcept {
-    num_samples = value;
-    return *this;
-  }
-  constexpr WeightedSamplerOptions& with_replacement(bool value) noexcept {
-    replacement = value;
-    return *this;
-  }
-};
 
 namespace detail {
 
@@ -168,6 +152,7 @@ namespace detail {
 /// for set_epoch and resume. Deterministic. Const members may run concurrently.
 class WeightedSampler {
  public:
+  using options_type = WeightedSamplerOptions;  ///< the options type it is built from
   static constexpr std::string_view family = "weighted";
 
   WeightedSampler(const std::vector<double>& weights, World world, WeightedSamplerOptions options = {})

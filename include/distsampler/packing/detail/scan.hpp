@@ -19,7 +19,7 @@ DISTSAMPLER_NAMESPACE_BEGIN
 namespace detail {
 
 // The lengths' checks before any is read: config_error prefixed by `who`.
-inline void check_lengths(const DocumentLengths& lengths, std::uint64_t dataset_size, std::string_view who) {
+inline void check_lengths(const LengthView& lengths, std::uint64_t dataset_size, std::string_view who) {
   const std::string w(who);
   if (lengths.size != dataset_size) {
     throw_config_error(w + ": lengths has " + std::to_string(lengths.size) + " values but dataset_size is " +
@@ -100,7 +100,7 @@ class LengthDigest {
 
 // Best-fit without split_long: config_error naming the first document over seq_len (an
 // index-order scan, run only when the pass found one).
-[[noreturn]] inline void refuse_longer(const DocumentLengths& lengths, std::uint64_t seq_len, std::string_view who) {
+[[noreturn]] inline void refuse_longer(const LengthView& lengths, std::uint64_t seq_len, std::string_view who) {
   std::uint64_t i = 0;
   while (i + 1 < lengths.size && lengths.data[i] <= seq_len) ++i;
   throw_config_error(std::string(who) + ": document " + std::to_string(i) + " has " +
