@@ -23,11 +23,11 @@ FAMILIES = {
     "DistributedBatchSampler": ("batches", "options.hpp", "BatchSamplerOptions", "batch.py",
                                 "DistributedBatchSampler"),
     "StreamingShardSampler": ("shards", "shards/options.hpp", "ShardSamplerOptions", "shards.py", "ShardStream"),
-    "TokenBatchSampler": ("tokens", "tokens/plan.hpp", "TokenBatchOptions", "tokens.py", "TokenBatchSampler"),
-    "MixtureSampler": ("mix", "mixture/mixture_sampler.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
+    "TokenBatchSampler": ("tokens", "tokens/options.hpp", "TokenBatchOptions", "tokens.py", "TokenBatchSampler"),
+    "MixtureSampler": ("mix", "mixture/options.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
     "PackedSequenceSampler": ("pack", "packing/options.hpp", "PackOptions", "packing.py", "PackedSequenceSampler"),
-    "StreamSampler": ("stream", "streams/plan.hpp", "StreamOptions", "streams.py", "StreamDataset"),
-    "WeightedSampler": (None, "weighted/weighted_sampler.hpp", "WeightedSamplerOptions", "weighted.py",
+    "StreamSampler": ("stream", "streams/options.hpp", "StreamOptions", "streams.py", "StreamDataset"),
+    "WeightedSampler": (None, "weighted/options.hpp", "WeightedSamplerOptions", "weighted.py",
                         "DistributedWeightedRandomSampler"),
 }
 
