@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <distsampler/shards/remaining_segment.hpp>
+#include <distsampler/shards/detail/remaining_segment.hpp>
 #include <distsampler/shards/streaming_shard_sampler.hpp>
 
 namespace {

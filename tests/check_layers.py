@@ -14,7 +14,7 @@ The layers, lowest first (docs/ARCHITECTURE.md):
               mixture/, tokens/, ...); a family includes the core, never another family,
               and its detail/ is included only from inside the family
   umbrella    distsampler.hpp
-  adapters    fmt.hpp, mpi.hpp, torch.hpp, torch_guard.hpp, torch/*, and any
+  adapters    fmt.hpp, mpi.hpp, torch.hpp, torch_guard.hpp, torch/*, mpi/*, and any
               FAMILY/mpi.hpp, FAMILY/torch*.hpp, FAMILY/fmt.hpp
 
 A top-level sampler header including a family folder is a hub, and fails too.
@@ -49,7 +49,7 @@ TOP = {
     "torch.hpp": "adapters",
     "torch_guard.hpp": "adapters",
 }
-FOLDERS = {"detail": "base", "state": "vocabulary", "torch": "adapters"}
+FOLDERS = {"detail": "base", "state": "vocabulary", "torch": "adapters", "mpi": "adapters"}
 ADAPTER_NAME = re.compile(r"^(mpi|fmt|torch[a-z_]*)\.hpp$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -99,6 +99,8 @@ def violations(root):
                            f"a hub; declare what it needs next to the family instead")
             elif t_family is not None and family is not None and t_family != family and layer != "adapters":
                 out.append(f"{rel} (family {family}/) includes {target} of another family ({t_family}/)")
+            elif rel == "distsampler.hpp" and "detail" in parts:
+                out.append(f"{rel} includes {target}: the umbrella includes public headers only, no detail/")
             elif len(parts) > 2 and parts[1] == "detail" and family != parts[0]:
                 out.append(f"{rel} includes {target}: {parts[0]}/detail/ is used only inside {parts[0]}/")
     return out, len(headers)
@@ -114,6 +116,7 @@ def self_test():
         "tokens/plan.hpp": ('"../shards/walk.hpp"', "tokens/plan.hpp (family tokens/) includes shards/walk.hpp"),
         "mixture/node.hpp": ('"../shards/detail/holes.hpp"', "mixture/node.hpp (family mixture/) includes shards/detail"),
         "state.hpp": ('"mpi.hpp"', "state.hpp (vocabulary) includes mpi.hpp (adapters)"),
+        "distsampler.hpp": ('"shards/detail/holes.hpp"', "distsampler.hpp includes shards/detail/holes.hpp: the umbrella"),
     }
     clean = ["version.hpp", "error.hpp", "options.hpp", "verify.hpp", "shards/walk.hpp",
              "shards/detail/holes.hpp", "mpi.hpp", "fmt.hpp"]

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <distsampler/shards/block_deal.hpp>
+#include <distsampler/shards/detail/block_deal.hpp>
 
 #include "shard_test_util.hpp"
 

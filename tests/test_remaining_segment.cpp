@@ -9,7 +9,7 @@
 
 #include <distsampler/detail/bounded.hpp>
 #include <distsampler/detail/mix.hpp>
-#include <distsampler/shards/remaining_segment.hpp>
+#include <distsampler/shards/detail/remaining_segment.hpp>
 
 using distsampler::PositionRange;
 using distsampler::RemainingSegment;

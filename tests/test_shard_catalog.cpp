@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <distsampler/shards/catalog.hpp>
-#include <distsampler/shards/epoch_order.hpp>
+#include <distsampler/shards/detail/catalog.hpp>
+#include <distsampler/shards/detail/epoch_order.hpp>
 
 using distsampler::ShardCatalog;
 using distsampler::ShardSample;

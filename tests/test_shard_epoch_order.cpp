@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <distsampler/detail/small_permutation.hpp>
-#include <distsampler/shards/epoch_order.hpp>
+#include <distsampler/shards/detail/epoch_order.hpp>
 #include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"

@@ -7,7 +7,7 @@
 #include <map>
 #include <vector>
 
-#include <distsampler/shards/schedule.hpp>
+#include <distsampler/shards/detail/schedule.hpp>
 #include <distsampler/shards/streaming_shard_sampler.hpp>
 
 #include "shard_test_util.hpp"

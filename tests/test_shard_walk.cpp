@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <distsampler/shards/walk.hpp>
+#include <distsampler/shards/detail/walk.hpp>
 
 #include "shard_test_util.hpp"
 

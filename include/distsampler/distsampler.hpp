@@ -1,5 +1,5 @@
-// distsampler umbrella header: the whole core (standard library only); adapters such as fmt.hpp are included
-// separately. SPDX-License-Identifier: MIT
+// distsampler umbrella header: the whole public core (standard library only), every family's sampler and options
+// and none of their detail/ internals; adapters such as fmt.hpp are included separately. SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_DISTSAMPLER_HPP
 #define DISTSAMPLER_DISTSAMPLER_HPP
 
@@ -13,20 +13,23 @@
 #include "mesh_check.hpp"
 #include "shards/loader_round_robin.hpp"
 #include "mixture/mixture_sampler.hpp"
-#include "mixture/node.hpp"
-#include "mixture/schedule.hpp"
+#include "mixture/options.hpp"
 #include "options.hpp"
 #include "partition.hpp"
 #include "permutation.hpp"
 #include "overlap_check.hpp"
+#include "packing/options.hpp"
 #include "packing/packed_sequence_sampler.hpp"
 #include "state.hpp"
+#include "shards/options.hpp"
 #include "shards/streaming_shard_sampler.hpp"
+#include "streams/options.hpp"
 #include "streams/stream_sampler.hpp"
+#include "tokens/options.hpp"
 #include "tokens/token_batch_sampler.hpp"
-#include "tokens/plan.hpp"
 #include "verify.hpp"
 #include "version.hpp"
+#include "weighted/options.hpp"
 #include "weighted/weighted_sampler.hpp"
 #include "worker_schedule.hpp"
 #include "world.hpp"

@@ -328,6 +328,6 @@ GuardReport guard_mesh_epoch(const Sampler& sampler, const Mesh& mesh, MPI_Comm 
 DISTSAMPLER_NAMESPACE_END
 
 // Family adapters: one line per family with MPI helpers of its own.
-#include "shards/mpi.hpp"
+#include "mpi/shards.hpp"
 
 #endif  // DISTSAMPLER_MPI_HPP

@@ -249,6 +249,6 @@ class TorchBatchSampler
 DISTSAMPLER_NAMESPACE_END
 
 // Family adapters: one line per family whose libtorch adapter lives in its folder.
-#include "shards/torch.hpp"
+#include "torch/shards.hpp"
 
 #endif  // DISTSAMPLER_TORCH_HPP

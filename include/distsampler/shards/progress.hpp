@@ -13,7 +13,7 @@
 
 #include "detail/position_ranges.hpp"
 #include "../error.hpp"
-#include "walk.hpp"
+#include "detail/walk.hpp"
 #include "../state.hpp"
 #include "../version.hpp"
 #include "../world.hpp"

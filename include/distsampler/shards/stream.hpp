@@ -10,7 +10,7 @@
 #include <memory>
 #include <utility>
 
-#include "walk.hpp"
+#include "detail/walk.hpp"
 #include "../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN

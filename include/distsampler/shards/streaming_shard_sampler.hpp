@@ -10,16 +10,16 @@
 #include <utility>
 #include <vector>
 
-#include "block_deal.hpp"
+#include "detail/block_deal.hpp"
 #include "../error.hpp"
-#include "remaining_segment.hpp"
-#include "catalog.hpp"
-#include "epoch_order.hpp"
+#include "detail/remaining_segment.hpp"
+#include "detail/catalog.hpp"
+#include "detail/epoch_order.hpp"
 #include "options.hpp"
 #include "progress.hpp"
-#include "schedule.hpp"
+#include "detail/schedule.hpp"
 #include "stream.hpp"
-#include "walk.hpp"
+#include "detail/walk.hpp"
 #include "../state.hpp"
 #include "../version.hpp"
 #include "../world.hpp"

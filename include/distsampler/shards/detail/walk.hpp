@@ -14,7 +14,7 @@
 #include "catalog.hpp"
 #include "epoch_order.hpp"
 #include "lane_rounds.hpp"
-#include "../version.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

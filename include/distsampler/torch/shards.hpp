@@ -12,12 +12,12 @@
 
 #include "../error.hpp"
 #include "../state.hpp"
-#include "../torch/pass.hpp"
+#include "pass.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
-#include "loader_round_robin.hpp"
-#include "options.hpp"
-#include "streaming_shard_sampler.hpp"
+#include "../shards/loader_round_robin.hpp"
+#include "../shards/options.hpp"
+#include "../shards/streaming_shard_sampler.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "detail/position_ranges.hpp"
-#include "../error.hpp"
-#include "../partition.hpp"
-#include "../state.hpp"
-#include "../version.hpp"
+#include "position_ranges.hpp"
+#include "../../error.hpp"
+#include "../../partition.hpp"
+#include "../../state.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "detail/compact_holes.hpp"
-#include "detail/position_ranges.hpp"
-#include "../error.hpp"
-#include "../state.hpp"
-#include "../version.hpp"
+#include "compact_holes.hpp"
+#include "position_ranges.hpp"
+#include "../../error.hpp"
+#include "../../state.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -11,14 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "../detail/bounded.hpp"
-#include "../detail/mix.hpp"
-#include "../detail/small_permutation.hpp"
-#include "../feistel.hpp"
+#include "../../detail/bounded.hpp"
+#include "../../detail/mix.hpp"
+#include "../../detail/small_permutation.hpp"
+#include "../../feistel.hpp"
 #include "catalog.hpp"
-#include "options.hpp"
-#include "../state.hpp"
-#include "../version.hpp"
+#include "../options.hpp"
+#include "../../state.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

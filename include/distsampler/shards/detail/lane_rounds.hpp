@@ -9,10 +9,10 @@
 #include <numeric>
 #include <vector>
 
-#include "../detail/small_permutation.hpp"
+#include "../../detail/small_permutation.hpp"
 #include "catalog.hpp"
 #include "epoch_order.hpp"
-#include "../version.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

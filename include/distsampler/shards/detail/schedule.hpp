@@ -10,7 +10,7 @@
 
 #include "lane_rounds.hpp"
 #include "walk.hpp"
-#include "../version.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

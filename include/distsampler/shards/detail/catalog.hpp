@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "../detail/mix.hpp"
-#include "../error.hpp"
-#include "../state.hpp"
-#include "../version.hpp"
+#include "../../detail/mix.hpp"
+#include "../../error.hpp"
+#include "../../state.hpp"
+#include "../../version.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -15,8 +15,8 @@
 #include "../state.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
-#include "progress.hpp"
-#include "streaming_shard_sampler.hpp"
+#include "../shards/progress.hpp"
+#include "../shards/streaming_shard_sampler.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 namespace mpi {
