@@ -125,3 +125,54 @@ TEST_CASE("Tail and EpochMode values are checked where options are taken", "[opt
   CHECK_THROWS_WITH(distsampler::detail::check_epoch_mode(static_cast<EpochMode>(2), "Y"),
                     "Y: epoch_mode 2 is not an EpochMode (expected manual or auto_advance)");
 }
+
+// docs/ARCHITECTURE.md, "What size() counts": samples for the samplers that yield samples, optimizer steps for
+// the samplers that yield micro-batches (their micro-batches are micro_batch_count()). The expected counts are
+// worked out by hand from each configuration.
+TEST_CASE("size() counts samples for sample samplers and optimizer steps for step samplers", "[options][names]") {
+  namespace ds = distsampler;
+  SECTION("DistributedSampler: this rank's samples, padding included (ceil(103 / 4))") {
+    const ds::DistributedSampler<> s(103, ds::World(1, 4), ds::SamplerOptions().with_seed(3));
+    std::uint64_t read = 0;
+    for (auto it = s.begin(); it != s.end(); ++it) ++read;
+    CHECK(s.size() == 26);
+    CHECK(read == 26);
+  }
+  SECTION("WeightedSampler: this rank's draws (num_samples 50 over 3 ranks, padded: 17)") {
+    const ds::WeightedSampler s({1, 2, 3, 4}, ds::World(1, 3), ds::WeightedSamplerOptions().with_seed(2).with_num_samples(50));
+    CHECK(s.size() == 17);
+    CHECK(s.indices().size() == 17);
+  }
+  SECTION("StreamingShardSampler: this rank's samples over its workers (125 samples, 5 consumers, uneven)") {
+    const ds::StreamingShardSampler s({40, 25, 60}, ds::World(1, 2),
+                                      ds::ShardSamplerOptions().with_num_workers(2).with_tail(ds::Tail::uneven));
+    CHECK(s.size() == s.stream(0).size() + s.stream(1).size());
+    CHECK(s.size() == 62);  // 125 over 2 ranks: rank 0 takes the odd sample
+  }
+  SECTION("DistributedBatchSampler: steps of 8 x 2 x 4 = 64 samples, drop tail: 1000 / 64 = 15") {
+    const ds::DistributedBatchSampler<> s(
+        1000, ds::World(1, 4), ds::BatchSamplerOptions().with_micro_batch_size(8).with_accumulation_steps(2));
+    CHECK(s.size() == 15);
+    CHECK(s.micro_batch_count() == 30);
+  }
+  SECTION("MixtureSampler: 80 positions in global batches of 8: 10 steps") {
+    const ds::MixtureSampler s({100, 100}, {0.5, 0.5}, ds::World(0, 2),
+                               ds::MixtureOptions().with_micro_batch_size(2).with_accumulation_steps(2)
+                                   .with_end(ds::MixtureEnd::samples, 80));
+    CHECK(s.size() == 10);
+    CHECK(s.micro_batch_count() == 20);
+  }
+  SECTION("PackedSequenceSampler: 10 documents of 8 tokens in sequences of 16 (concat): 5 steps of 1") {
+    const std::vector<std::uint32_t> lengths(10, 8);
+    const ds::PackedSequenceSampler s(10, lengths, ds::World(0, 1),
+                                      ds::PackOptions().with_seq_len(16).with_micro_batch_size(1));
+    CHECK(s.size() == 5);
+    CHECK(s.num_sequences() == 5);
+  }
+  SECTION("TokenBatchSampler: size() is num_steps(), and every step has one micro-batch per rank") {
+    const std::vector<std::uint32_t> lengths{5, 9, 3, 12, 7, 7, 2, 30, 4, 4, 8};
+    const ds::TokenBatchSampler s(11, lengths, ds::World(0, 1), ds::TokenBatchOptions().with_max_tokens(1000));
+    CHECK(s.size() == s.num_steps());
+    CHECK(s.size() == 1);  // all 11 samples (longest 30: 330 padded tokens) fit one budget of 1000
+  }
+}
