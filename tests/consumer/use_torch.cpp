@@ -4,7 +4,7 @@
 // consumer's build, and what this checks, that the installed target compiles, links and runs a
 // libtorch sampler, needs only the sampler.)
 #include <distsampler/torch.hpp>
-#include <distsampler/torch_pass.hpp>  // the 0.1 path of torch/pass.hpp, forwarded
+#include <distsampler/torch/pass.hpp>
 
 #include <cstddef>
 #include <set>
