@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include <distsampler/batch/batch_sampler.hpp>
-#include <distsampler/distributed/distributed_sampler.hpp>
+#include <distsampler/batch/guard.hpp>
+#include <distsampler/distributed/guard.hpp>
 #include <distsampler/overlap_check.hpp>
 
 namespace mesh_test {

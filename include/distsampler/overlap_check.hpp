@@ -254,6 +254,30 @@ template <class Sampler>
 
 namespace detail {
 
+template <class Sampler>
+auto guard_slots_of(const Sampler& s, int) -> decltype(static_cast<std::uint64_t>(guard_slots(s))) {
+  return guard_slots(s);
+}
+template <class Sampler>
+std::uint64_t guard_slots_of(const Sampler& s, long) {
+  return s.dataset_size();
+}
+
+}  // namespace detail
+
+/// What the overlap sums of `sampler` cover: the verdict proves that the ranks' reads and
+/// skips are the slots 0..slots-1, each once. A family whose sums count something else
+/// than the dataset's indices (a weighted sampler's draw positions, which repeat indices;
+/// the pieces of a stream pass) declares `std::uint64_t guard_slots(const ItsSampler&)`
+/// beside its sampler, found by argument-dependent lookup; otherwise dataset_size(). The
+/// guards size their verdict by it. O(what guard_slots costs).
+template <class Sampler>
+[[nodiscard]] std::uint64_t guard_slots_of(const Sampler& sampler) {
+  return detail::guard_slots_of(sampler, 0);
+}
+
+namespace detail {
+
 // Position p of the epoch's order that a segment leaves unread is skipped by the process
 // whose rank is p mod W: each exactly once, and the work is spread over the ranks.
 template <class F>
@@ -280,7 +304,9 @@ void skip_outside(ReadSums& sums, std::uint64_t n, std::uint64_t start, std::uin
 // what `process` contributes for s's current epoch or resumed segment: every slot it reads
 // (padding flagged) and its share of the positions the segment leaves unread (each such
 // index fed by exactly one rank, e.g. with detail::skip_outside), so the ranks' sums cover
-// all N. The guards (mpi.hpp, torch_guard.hpp) call it for any sampler.
+// all N (or all guard_slots_of(s) slots). The guards (mpi.hpp, torch_guard.hpp) call it
+// for any sampler; each family defines it in its <family>/guard.hpp, which includes the
+// sampler (never the other way round).
 
 DISTSAMPLER_NAMESPACE_END
 

@@ -125,7 +125,8 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
 
 /// The guard's core, for any sampler: every rank of `process` (its true rank and world
 /// size, e.g. from RANK/WORLD_SIZE) passes the key of its sampler and the sums of what it
-/// reads (and skips) in one epoch; returns the verdict, the same on every rank.
+/// reads (and skips) in one epoch, whose reads and skips should be the slots
+/// 0..slots-1 once (guard_slots_of the sampler); returns the verdict, the same on every rank.
 ///
 /// Each rank counts its calls in the store (`distsampler/guard/calls/<rank>`) and writes
 /// one record (28 words) under a key namespaced by the call number
@@ -152,12 +153,12 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
 /// store fails, as above. Collective: every rank calls it the same number of times, in the
 /// same order.
 [[nodiscard]] inline GuardReport check_reads(c10d::Store& store, const World& process, const GuardKey& key,
-                                             const ReadSums& sums,
-                                             std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
+                                             const ReadSums& sums, std::uint64_t slots,
+                                             std::chrono::milliseconds timeout) {
   const char* who = "distsampler::torch_guard::check_epoch";
   process.validate(who);
   const std::chrono::milliseconds wait = detail::guard_timeout(store, timeout, who);
-  const std::uint64_t w = process.world_size, n = key.fields[1];
+  const std::uint64_t w = process.world_size, n = slots;
   const std::string ns = detail::call_namespace(store, process, who);
   std::vector<std::uint8_t> mine;
   mine.reserve(detail::record_words * 8);
@@ -201,6 +202,13 @@ const Sampler& core_of(const Sampler& s, long) noexcept {
   return overlap_verdict(total, n, w);
 }
 
+/// As above, over the slots 0..key.fields[1]-1 (the dataset's indices: the key's dataset_size).
+[[nodiscard]] inline GuardReport check_reads(c10d::Store& store, const World& process, const GuardKey& key,
+                                             const ReadSums& sums,
+                                             std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
+  return check_reads(store, process, key, sums, key.fields[1], timeout);
+}
+
 /// Checks one epoch (or the segment a resume left) of `sampler` across the job: every
 /// rank agrees on the key (sampler family, dataset size, seed, epoch, shuffle, tail,
 /// engine, resumed position, batch layout or shard layout, world size), each sampler is
@@ -222,7 +230,7 @@ template <class Sampler>
 [[nodiscard]] GuardReport check_epoch(const Sampler& sampler, c10d::Store& store, const World& process,
                                       std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
   decltype(auto) core = detail::core_of(sampler, 0);
-  return check_reads(store, process, detail::key_of(core), segment_sums(core, process), timeout);
+  return check_reads(store, process, detail::key_of(core), segment_sums(core, process), guard_slots_of(core), timeout);
 }
 
 /// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).
@@ -267,7 +275,7 @@ template <class Sampler>
     for (std::size_t at = 0; at < rec.size() / 8; ++at) words.push_back(detail::get(rec, at));
     records.push_back(std::move(words));
   }
-  return check_mesh_records(who, mesh, core.dataset_size(), records, mesh_key_format);
+  return check_mesh_records(who, mesh, guard_slots_of(core), records, mesh_key_format);
 }
 
 /// As above, with this process's World read from the launcher's environment (RANK, WORLD_SIZE, ...).

@@ -15,7 +15,6 @@
 #include "../error.hpp"
 #include "../feistel.hpp"
 #include "../options.hpp"
-#include "../overlap_check.hpp"
 #include "../permutation.hpp"
 #include "../permutation_traits.hpp"
 #include "../state.hpp"
@@ -446,42 +445,6 @@ class DistributedBatchSampler {
   BatchLayout layout_;
   bool pass_started_ = false;
 };
-
-/// The overlap guards' customisation point for this family (overlap_check.hpp): what
-/// `process` (this process's true rank and world size) contributes for the current epoch
-/// or resumed segment of a DistributedBatchSampler: every micro-batch of every step this rank
-/// reads, and its share of the positions before start() and past layout().read_end()
-/// (what Tail::drop leaves out). O(num_steps x G / W + N / W); deterministic.
-template <class P>
-[[nodiscard]] ReadSums segment_sums(const DistributedBatchSampler<P>& s, const World& process) {
-  ReadSums sums;
-  const BatchLayout& layout = s.layout();
-  const std::uint64_t r = s.rank();
-  for (std::uint64_t step = 0; step < layout.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < layout.micro_batches(step); ++k) {
-      for (std::uint64_t e = 0; e < layout.length(step, k, r); ++e) {
-        if (layout.is_padding(step, k, r, e)) {
-          sums.padding();
-        } else {
-          sums.read(s.index_at_position(layout.position(step, k, r, e)));
-        }
-      }
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), covered = layout.read_end() - start;
-  detail::skip_outside(sums, n, start, covered, process, [&](std::uint64_t p) { return s.index_at_position(p); });
-  return sums;
-}
-
-/// The guards' shape of a DistributedBatchSampler: its micro-batch size and accumulation
-/// steps (ranks must agree on them, though saved states do not record them). O(1).
-template <class P>
-[[nodiscard]] GuardShape guard_shape(const DistributedBatchSampler<P>& s) noexcept {
-  GuardShape shape;
-  shape.micro_batch_size = s.micro_batch_size();
-  shape.accumulation_steps = s.accumulation_steps();
-  return shape;
-}
 
 DISTSAMPLER_NAMESPACE_END
 

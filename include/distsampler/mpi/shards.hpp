@@ -1,9 +1,5 @@
 // distsampler shard family's MPI helpers (opt-in, included by mpi.hpp): guard_shard_epoch and the job-wide state.
 // SPDX-License-Identifier: MIT
-// Before the guard: mpi.hpp defines the generic adapter and then includes this header, so
-// included first, this header's body still comes after it.
-#include "../mpi.hpp"
-
 #ifndef DISTSAMPLER_SHARDS_MPI_HPP
 #define DISTSAMPLER_SHARDS_MPI_HPP
 
@@ -16,7 +12,9 @@
 #include "../version.hpp"
 #include "../world.hpp"
 #include "../shards/progress.hpp"
+#include "../shards/guard.hpp"
 #include "../shards/streaming_shard_sampler.hpp"
+#include "core.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 namespace mpi {

@@ -1,9 +1,5 @@
 // distsampler sequence packing's guard customisation points: its overlap sums (segment_sums) and its GuardShape.
 // SPDX-License-Identifier: MIT
-// Before the guard: packed_sequence_sampler.hpp defines the sampler and then includes this
-// header, so included first, this header's body still comes after the sampler.
-#include "packed_sequence_sampler.hpp"
-
 #ifndef DISTSAMPLER_PACKING_GUARD_HPP
 #define DISTSAMPLER_PACKING_GUARD_HPP
 
@@ -14,6 +10,7 @@
 #include "../version.hpp"
 #include "../world.hpp"
 #include "window.hpp"
+#include "packed_sequence_sampler.hpp"  // the sampler (which never includes this header)
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

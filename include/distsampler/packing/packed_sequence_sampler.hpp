@@ -496,6 +496,4 @@ class PackedSequenceSampler {
 
 DISTSAMPLER_NAMESPACE_END
 
-#include "guard.hpp"  // the guards' customisation points for this family
-
 #endif  // DISTSAMPLER_PACKING_PACKED_SEQUENCE_SAMPLER_HPP

@@ -1,9 +1,5 @@
 // distsampler shard family's guard customisation points: its overlap sums (segment_sums) and its GuardShape.
 // SPDX-License-Identifier: MIT
-// Before the guard: streaming_shard_sampler.hpp defines the sampler and then includes this
-// header, so included first, this header's body still comes after the sampler.
-#include "streaming_shard_sampler.hpp"
-
 #ifndef DISTSAMPLER_SHARDS_GUARD_HPP
 #define DISTSAMPLER_SHARDS_GUARD_HPP
 
@@ -15,6 +11,7 @@
 #include "../state.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
+#include "streaming_shard_sampler.hpp"  // the sampler (which never includes this header)
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

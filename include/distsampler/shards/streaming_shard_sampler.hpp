@@ -410,6 +410,4 @@ class StreamingShardSampler {
 
 DISTSAMPLER_NAMESPACE_END
 
-#include "guard.hpp"  // the guards' customisation points for this family
-
 #endif  // DISTSAMPLER_STREAMING_SHARD_SAMPLER_HPP

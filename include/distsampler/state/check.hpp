@@ -1,9 +1,5 @@
 // distsampler internal: SamplerState's canonical-form checks, consumed_total and validate, included by state.hpp.
 // SPDX-License-Identifier: MIT
-// Before the guard: state.hpp defines SamplerState and then includes this header, so
-// included first, this header's body still comes before state_io.hpp, which uses it.
-#include "../state.hpp"
-
 #ifndef DISTSAMPLER_DETAIL_STATE_CHECK_HPP
 #define DISTSAMPLER_DETAIL_STATE_CHECK_HPP
 
@@ -16,6 +12,7 @@
 
 #include "../error.hpp"
 #include "format.hpp"
+#include "values.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

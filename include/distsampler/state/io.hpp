@@ -9,8 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../state.hpp"
+#include "check.hpp"
 #include "format.hpp"
+#include "values.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -74,6 +74,16 @@ class StreamSampler {
   [[nodiscard]] std::uint64_t shards() const noexcept { return plan_->shards(); }
   [[nodiscard]] std::uint64_t share() const noexcept { return plan_->share(); }
   [[nodiscard]] StreamPlan& plan() noexcept { return *plan_; }
+  [[nodiscard]] const StreamPlan& plan() const noexcept { return *plan_; }
+  /// The key's dataset size: the shard count (record counts are unknown).
+  [[nodiscard]] std::uint64_t dataset_size() const noexcept { return plan_->shards(); }
+  /// Passes replace epochs: the first pass this sampler's plan deals in full on its
+  /// consumers (0, or a resumed state's next_pass; the passes before it hold only what the
+  /// state left unread). What the guards compare as the epoch.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return plan_->first_fresh_pass(); }
+  /// Where the pass epoch() starts: 0, a fresh pass is read from its beginning (the guards'
+  /// "consumed"; what a resumed state left unread is in the passes before epoch()).
+  [[nodiscard]] std::uint64_t start() const noexcept { return 0; }
   /// Worker w's cursor (w < num_workers(), else config_error).
   [[nodiscard]] StreamCursor& cursor(std::uint64_t w) {
     if (w >= num_workers_)

@@ -1,9 +1,5 @@
 // distsampler token family's guard customisation points: its overlap sums (segment_sums) and its GuardShape.
 // SPDX-License-Identifier: MIT
-// Before the guard: token_batch_sampler.hpp defines the sampler and then includes this
-// header, so included first, this header's body still comes after the sampler.
-#include "token_batch_sampler.hpp"
-
 #ifndef DISTSAMPLER_TOKENS_GUARD_HPP
 #define DISTSAMPLER_TOKENS_GUARD_HPP
 
@@ -12,6 +8,7 @@
 #include "../overlap_check.hpp"
 #include "../version.hpp"
 #include "../world.hpp"
+#include "token_batch_sampler.hpp"  // the sampler (which never includes this header)
 
 DISTSAMPLER_NAMESPACE_BEGIN
 

@@ -458,6 +458,4 @@ class TokenBatchSampler {
 
 DISTSAMPLER_NAMESPACE_END
 
-#include "guard.hpp"  // the guards' customisation points for this family
-
 #endif  // DISTSAMPLER_TOKEN_BATCHES_HPP

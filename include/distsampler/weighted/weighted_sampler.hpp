@@ -185,6 +185,8 @@ class WeightedSampler {
   [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
   /// Samples this rank reads in the rest of the epoch.
   [[nodiscard]] std::uint64_t size() const noexcept { return partition_.size(); }
+  /// This rank's share of the epoch's positions (its i-th read is at epoch_position(i, start())).
+  [[nodiscard]] const StridedPartition& partition() const noexcept { return partition_; }
 
   /// The dataset index at `position` of the epoch (position < num_samples, unchecked).
   [[nodiscard]] std::uint64_t index_at_position(std::uint64_t position) const noexcept {
