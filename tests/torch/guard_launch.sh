@@ -38,6 +38,14 @@ case "$mode" in
               "shard: ok: disjoint and covering over 4 ranks \(1000 reads of 1000 expected, 0 padding\)"
               "adapter: ok: disjoint and covering over 4 ranks \(1000 reads of 1000 expected, 0 padding\)") ;;
   seed) expect=("config_error: $who: rank 2 has seed 43, rank 0 has 42 \(expected the same on every rank\)") ;;
+  families)
+    for family in distributed batch shard tokens mixture pack weighted stream; do
+      expect+=("$family: ok: disjoint and covering over 4 ranks")
+    done ;;
+  families-seed)
+    for family in distributed batch shard tokens mixture pack weighted stream; do
+      expect+=("$family: config_error: $who: rank 2 has seed 43, rank 0 has 42 \\(expected the same on every rank\\)")
+    done ;;
   world) expect=("config_error: $who: rank 1 has world_size 5, rank 0 has 4 \(expected the same on every rank\)") ;;
   rank) expect=("config_error: $who: rank 3 of 4 built its sampler as rank 1 of 4 \(expected its own rank 3 of 4\)") ;;
   overlap) expect=("overlap: overlap: 1 extra reads \(1004 reads of 1003 expected, 0 padding\)") ;;

@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: MIT
 #include <distsampler/torch_guard.hpp>
 
+#include "../guard_families.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -86,7 +88,7 @@ int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(
         stderr,
-        "usage: torch_guard_rank ok|seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late|"
+        "usage: torch_guard_rank ok|seed|families|families-seed|world|rank|overlap|absent|die-before|die-publish|die-read|die-after|late|"
         "host-die-publish|host-die-read"
         "  (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)\n");
     return 2;
@@ -110,6 +112,16 @@ int main(int argc, char** argv) {
     } else if (mode == "seed") {
       (void)guard::check_epoch(plain(world, world.rank == 2 ? 43 : 42), *store);
       say(world, "no error");
+    } else if (mode == "families" || mode == "families-seed") {
+      // One sampler of each of the eight families; in families-seed rank 2 builds each with seed 43.
+      const std::uint64_t seed = mode == "families-seed" && world.rank == 2 ? 43 : 42;
+      guard_families::for_each_family(world, seed, [&](const char* family, auto&& s) {
+        try {
+          say(world, std::string(family) + ": " + guard::check_epoch(s, *store).message);
+        } catch (const ds::config_error& e) {
+          say(world, std::string(family) + ": config_error: " + e.what());
+        }
+      });
     } else if (mode == "world") {
       (void)guard::check_epoch(plain(world.rank == 1 ? ds::World(1, 5) : world, 42), *store);
       say(world, "no error");
