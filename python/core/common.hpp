@@ -113,13 +113,22 @@ E enum_named(const std::string& text, const char* who, const char* what,
   throw ds::config_error(std::string(who) + ": " + what + " \"" + text + "\" is unknown (expected " + expected + ")");
 }
 
-/// (dataset_size, ReadSums words) of sampler `s` over the World it was built for: its
+/// (slots: guard_slots_of, ReadSums words) of sampler `s` over the World it was built for: its
 /// family's segment_sums (reads, padding flagged, what the segment leaves unread fed as
 /// skips), what the Python mesh guard's cover check adds up (check_mesh_records).
 template <class S>
 py::tuple guard_sums_of(const S& s) {
   const ds::ReadSums sums = segment_sums(s, ds::World(s.rank(), s.world_size()));
-  return py::make_tuple(s.dataset_size(), std::vector<std::uint64_t>(sums.words().begin(), sums.words().end()));
+  return py::make_tuple(ds::guard_slots_of(s), std::vector<std::uint64_t>(sums.words().begin(), sums.words().end()));
+}
+
+/// The guards' view of a sampler whose family has guard points (its guard.hpp): `guard_sums`
+/// (guard_sums_of) and `guard_layout` (its GuardShape's layout: the hash of what defines its
+/// reads beside the key, e.g. a weighted sampler's weights), what the Python guard compares.
+template <class S>
+void bind_guard(py::class_<S>& c) {
+  c.def("guard_sums", &guard_sums_of<S>)
+      .def_property_readonly("guard_layout", [](const S& s) { return ds::guard_shape_of(s).layout; });
 }
 
 /// What every resumable sampler of the module has: its epoch, world, key and state text.

@@ -45,6 +45,7 @@ void register_mixture(py::module_& m) {
   using X = ds::MixtureSampler;
   py::class_<X> c(m, "MixtureSampler");
   bind_step_sampler(c);
+  bind_guard(c);
   c.def_property_readonly("mixing_block", [](const X& x) { return x.options().mixing_block; })
       .def_property_readonly("source_sizes", &X::source_sizes)
       .def("at",

@@ -26,6 +26,7 @@ void register_weighted(py::module_& m) {
   using V = ds::WeightedSampler;
   py::class_<V> c(m, "WeightedSampler");
   bind_common(c);
+  bind_guard(c);
   c.def_property_readonly("size", &V::size)
       .def_property_readonly("num_samples", [](const V& v) { return v.options().num_samples; })
       .def("state", [](const V& v, std::uint64_t done) { return v.state(done).to_text(); })

@@ -58,7 +58,7 @@ class Job:
 def gloo4(tmp_path_factory):
     """Four processes: every scenario that starts on a world of 4 (the token scenario also resumes on 2 of them)."""
     out = tmp_path_factory.mktemp("gloo4")
-    return Job(out, 4, ["cover", "guard", "save", "batch_save", f"tokens={out / 'tokens-state.json'}", "mixture",
+    return Job(out, 4, ["cover", "guard", "guard_families", "save", "batch_save", f"tokens={out / 'tokens-state.json'}", "mixture",
                          f"packing={out / 'packing-state.json'}"])
 
 

@@ -18,7 +18,7 @@ import mesh_samplers
 from distsampler.mesh import mesh_world
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
                                EmptyToNone, MixtureBatchSampler, PackedSequenceDataset, PackedSequenceSampler,
-                               ShardStream, TokenBatchSampler, collate_packed, guard)
+                               ShardStream, StreamDataset, TokenBatchSampler, collate_packed, guard)
 
 TOKEN_N, TOKEN_BUDGET, TOKEN_WINDOW = 1003, 600, 100  # the last window of 3 samples gives empty micro-batches
 
@@ -168,6 +168,36 @@ def scenario_guard(rank, world, data, arg):
             result[name] = None
         except distsampler.ConfigError as e:
             result[name] = str(e)
+    return result
+
+
+def guard_family_samplers(data, seed):
+    """One sampler (or stream) of each of the eight families, built with `seed`, world from torch.distributed."""
+    lengths = [3 + (i * 7919) % 198 for i in range(len(data))]
+    return {
+        "distributed": lambda: DistributedSampler(data, seed=seed),
+        "batch": lambda: DistributedBatchSampler(data, 4, accumulation_steps=2, seed=seed),
+        "shards": lambda: ShardStream([400, 3, 250, 350], seed=seed),
+        "tokens": lambda: TokenBatchSampler(lengths, 512, seed=seed),
+        "mixture": lambda: MixtureBatchSampler([Indices(300), Indices(200), Indices(100)], [0.5, 0.3, 0.2], 4,
+                                               accumulation_steps=2, seed=seed, end="samples", end_count=480),
+        "packing": lambda: PackedSequenceSampler(lengths, 128, 2, seed=seed),
+        "weighted": lambda: DistributedWeightedRandomSampler([1.0 + i % 7 for i in range(50)], 777, seed=seed),
+        "streams": lambda: StreamDataset([f"shard{i}.jsonl" for i in range(7)], micro_batch=2, seed=seed,
+                                         byte_sizes=None),
+    }
+
+
+def scenario_guard_families(rank, world, data, arg):
+    """guard over every family: all ranks alike (None), then rank 2 built with seed 43 (the error)."""
+    result = {}
+    for case, seed in (("alike", 42), ("seed", 43 if rank == 2 else 42)):
+        for family, build in guard_family_samplers(data, seed).items():
+            try:
+                guard(build())
+                result[f"{family} {case}"] = None
+            except distsampler.ConfigError as e:
+                result[f"{family} {case}"] = str(e)
     return result
 
 

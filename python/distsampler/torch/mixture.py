@@ -50,8 +50,10 @@ class MixtureBatchSampler(_StepSampler):
 
     def _guard_description(self):
         """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
+        # The layout: the C++ guard layout, a hash of the mixture settings (sizes, weights, schedule,
+        # block, end), so a rank built with other weights is named, not only one seeded apart.
         return {"sampler": type(self).__name__, "dataset_size": self.dataset_size, "order": "feistel",
-                "global_batch_size": self.global_batch_size, "token_layout": 0}
+                "global_batch_size": self.global_batch_size, "token_layout": f"{self._base.guard_layout:#018x}"}
 
     _who = "MixtureBatchSampler"
 

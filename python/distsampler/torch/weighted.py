@@ -30,8 +30,16 @@ class DistributedWeightedRandomSampler(Sampler):
 
     def _guard_description(self):
         """What ``guard`` compares across ranks besides seed, shuffle, tail, epoch and world."""
+        # The layout: the C++ guard layout (a hash of the weights, num_samples and replacement), so a
+        # rank built with other weights is named, not only one seeded apart.
         return {"sampler": type(self).__name__, "dataset_size": len(self.weights), "order": "feistel",
-                "global_batch_size": 0, "token_layout": 0}
+                "global_batch_size": 0, "token_layout": f"{self._base.guard_layout:#018x}"}
+
+    def _guard_sums(self):
+        """(slots, ReadSums words, start) of the pass a copy would read, for ``guard``'s mesh cover check (the
+        C++ weighted guard point: the draw positions this rank reads, padding flagged)."""
+        core = self._core_at(self.epoch)
+        return (*core.guard_sums(), core.start)
 
     def __init__(self, weights, num_samples, replacement=True, num_replicas=None, rank=None, *, seed=0, tail="pad"):
         who = "DistributedWeightedRandomSampler"
