@@ -79,8 +79,9 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     data ranks agree on the fields. A mismatch names the group, the rank and the field:
     "guard: tp group of ranks 4,5: rank 5 reads other samples (seed 43, rank 4 has 42;
     ...)". When every rank's sampler has its family's C++ read sums (a ``_guard_sums()`` method
-    returning (dataset_size, ReadSums words, start): the library's index, batch, token and
-    packing samplers have one, and a sampler of your own may), the data ranks' reads must
+    returning (slots, ReadSums words, start), slots being the dataset size or what the family's
+    sums count instead: the library's samplers whose C++ cores are bound with their guard
+    points have one, and a sampler of your own may), the data ranks' reads must
     also be disjoint and covering, as in C++, else ``ConfigError`` "guard: mesh dp=4,tp=2
     (data dims dp): overlap ...".
     """
