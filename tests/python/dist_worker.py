@@ -198,6 +198,21 @@ def scenario_guard_families(rank, world, data, arg):
                 result[f"{family} {case}"] = None
             except distsampler.ConfigError as e:
                 result[f"{family} {case}"] = str(e)
+    # Rank 2 built with other weights (the same seed): the families' guard layout differs.
+    other = {
+        "weighted": lambda w: DistributedWeightedRandomSampler(w, 777, seed=42),
+        "mixture": lambda w: MixtureBatchSampler([Indices(300), Indices(200), Indices(100)], w[:3], 4,
+                                                 accumulation_steps=2, seed=42, end="samples", end_count=480),
+    }
+    weights = [1.0 + i % 7 for i in range(50)]
+    if rank == 2:
+        weights[1] += 1.0
+    for family, build in other.items():
+        try:
+            guard(build(weights))
+            result[f"{family} weights"] = None
+        except distsampler.ConfigError as e:
+            result[f"{family} weights"] = str(e)
     return result
 
 
