@@ -1,6 +1,7 @@
 // The shard family's command: `shards` prints each consumer's read plan and checks the epoch.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
+#include <distsampler/verify.hpp>
 
 #include <fmt/format.h>
 

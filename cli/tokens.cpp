@@ -1,6 +1,6 @@
 // The token family's command: `tokens` prints micro-batches under a token budget and the epoch's summary.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/tokens/token_batch_sampler.hpp>
 
 #include <fmt/format.h>
 
