@@ -34,10 +34,12 @@ const std::vector<FlagSpec>& flags() {
       {"--max-open-shards", "M",
        "shards a consumer reads interleaved (default 64; at most 512, or 1 with --preset sequential)"},
       {"--run-length", "L", "records read in a row from one shard (default 1)"},
+      {"--run-window", "W", "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order)"},
+      {"--sort-window", "M", "tokens: samples sorted by length together (default 1048576)"},
+      {"--document-window", "D", "pack: documents shuffled and packed together (default 65536)"},
       {"--window", "W",
-       "shards: each lane's runs are shuffled within windows of W runs (default 16; 1 = in order);\n"
-       "                               tokens: samples sorted by length together (default 1048576);\n"
-       "                               pack: documents shuffled and packed together (default 65536)"},
+       "the 0.2 spelling of --run-window (shards), --sort-window (tokens) and --document-window (pack):\n"
+       "                               accepted with a warning until 0.4"},
       {"--ranges", "K", "shard ranges (or schedule entries) printed per consumer (default 8)"},
       {"--shard-schedule", "",
        "shards: print each consumer's shards in first-read order, as shard@first-last:records\n"
@@ -61,7 +63,7 @@ const std::vector<FlagSpec>& flags() {
       {"--mode", "concat|best-fit",
        "concat: one token stream cut into sequences of exactly L (default); best-fit: each window's\n"
        "                               documents packed whole by best-fit decreasing, every document once"},
-      {"--chunk", "C", "consecutive documents kept together in the shuffle (default min(1024, --window))"},
+      {"--chunk", "C", "consecutive documents kept together in the shuffle (default min(1024, --document-window))"},
       {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
       {"--plan-limit", "N", "the most window records the epoch plan keeps (default 65536; changes no output)"},
       {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
@@ -99,6 +101,14 @@ std::vector<std::string_view> command_names() {
   std::vector<std::string_view> names;
   for (const auto& c : commands()) names.push_back(c.name);
   return names;
+}
+
+// The 0.2 spelling --window, per command: what it windows (0.3 names each window by what it holds).
+std::string_view renamed_window(std::string_view command) {
+  if (command == "shards") return "--run-window";
+  if (command == "tokens") return "--sort-window";
+  if (command == "pack") return "--document-window";
+  return {};
 }
 
 bool takes(const CommandSpec& command, std::string_view flag) {
@@ -170,11 +180,30 @@ void parse_flags(const CommandSpec& command, const std::vector<std::string_view>
     const std::string_view name = arg.substr(0, equals);
     const FlagSpec* spec = find_flag(name);
     if (spec == nullptr) unknown_flag(command, name);
-    if (!takes(command, name)) {
+    // The 0.2 spelling --window is stored under the command's 0.3 name, with a warning.
+    std::string_view stored = name;
+    if (name == "--window") {
+      stored = renamed_window(command.name);
+      if (stored.empty()) {
+        throw UsageError(fmt::format("--window is not used by {} (shards takes --run-window, tokens --sort-window, "
+                                     "pack --document-window)",
+                                     command.name));
+      }
+      out.warnings.push_back(fmt::format("--window is the 0.2 spelling of {} (accepted until 0.4): write {}", stored,
+                                         stored));
+    }
+    if (out.has(stored)) {
+      if ((name == "--window") != (out.window_spelled_old == stored)) {
+        throw UsageError(fmt::format("--window and {} given both (give {} only)", stored, stored));
+      }
+      throw UsageError(fmt::format("{} given twice (give each flag at most once)", name));
+    }
+    if (name == "--window") out.window_spelled_old = std::string(stored);
+    if (name != "--window" && !takes(command, name)) {
       throw UsageError(fmt::format("{} is not used by {} ({} takes {})", name, command.name, command.name,
                                    join(flags_of(command), ", ", " and ")));
     }
-    if (out.has(name)) throw UsageError(fmt::format("{} given twice (give each flag at most once)", name));
+    if (out.has(stored)) throw UsageError(fmt::format("{} given twice (give each flag at most once)", name));
     std::string_view value;
     if (spec->metavar.empty()) {
       if (equals != std::string_view::npos)
@@ -188,7 +217,7 @@ void parse_flags(const CommandSpec& command, const std::vector<std::string_view>
     } else {
       value = args[++i];
     }
-    out.values.emplace(std::string(name), std::string(value));
+    out.values.emplace(std::string(stored), std::string(value));
   }
   for (const auto flag : command.required) {
     if (!out.has(flag)) throw UsageError(fmt::format("{} is required for {}", flag, command.name));

@@ -1,6 +1,7 @@
 // The batch family's commands: `batches` prints micro-batches per step, `state` the state after some steps.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
+#include <distsampler/feistel.hpp>
 
 #include <fmt/format.h>
 

@@ -85,6 +85,10 @@ struct Invocation {
   const CommandSpec* command = nullptr;
   bool help = false;
   std::map<std::string, std::string, std::less<>> values;
+  /// What main prints on stderr before running the command (a 0.2 flag spelling, say).
+  std::vector<std::string> warnings;
+  /// The flag a 0.2 `--window` was stored under ("" when not given).
+  std::string window_spelled_old;
 
   [[nodiscard]] bool has(std::string_view flag) const { return values.find(flag) != values.end(); }
   /// The flag's text; "" when absent.

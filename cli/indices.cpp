@@ -1,6 +1,8 @@
 // The distributed family's commands: `indices` prints one rank's indices, `check` checks every rank's share.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/distributed/distributed_sampler.hpp>
+#include <distsampler/feistel.hpp>
+#include <distsampler/verify.hpp>
 
 #include <fmt/format.h>
 

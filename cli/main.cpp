@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", cli::usage_hint(command));
       return 2;
     }
+    for (const auto& warning : invocation.warnings) {
+      fmt::print(stderr, "distsampler{}{}: warning: {}\n", command ? " " : "", command ? command->name : "", warning);
+    }
     if (invocation.help) {
       const std::string text = invocation.command ? cli::command_help(*invocation.command) : cli::program_help();
       std::fwrite(text.data(), 1, text.size(), stdout);

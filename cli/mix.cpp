@@ -1,6 +1,6 @@
 // The mixture family's command: `mix` prints a weighted mixture's micro-batches or order and its prefix error.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/mixture/mixture_sampler.hpp>
 
 #include <fmt/format.h>
 

@@ -65,7 +65,7 @@ int run_pack(const Invocation& in) {
   if (in.has("--mode")) o.with_mode(parse_choice("--mode", in.text("--mode"), {"concat", "best-fit"}) == 0
                                         ? ds::PackMode::concat
                                         : ds::PackMode::best_fit);
-  if (in.has("--window")) o.with_window(positive(in, "--window", 1));
+  if (in.has("--document-window")) o.with_window(positive(in, "--document-window", 1));
   if (in.has("--chunk")) o.with_window(o.window, positive(in, "--chunk", 1));
   if (in.has("--no-split")) o.with_split_long(false);
   if (in.has("--plan-limit")) o.with_plan_limit(positive(in, "--plan-limit", 1));
@@ -83,7 +83,7 @@ int run_pack(const Invocation& in) {
     }
   }
   const ds::World world(rank.value_or(0), world_size);
-  constexpr std::string_view flags = "--lengths/--seq-len/--world/--micro-batch/--accum/--window";
+  constexpr std::string_view flags = "--lengths/--seq-len/--world/--micro-batch/--accum/--document-window";
   std::optional<ds::PackedSequenceSampler> made;
   std::uint64_t offset = 0;  // global number of the first step printed
   if (in.has("--resume")) {
@@ -171,7 +171,7 @@ std::vector<CommandSpec> pack_commands() {
            "empty sequences. Documents of 0 tokens are skipped and counted. --plan-limit N keeps at most N window\n"
            "records in the epoch plan (it changes no output).",
            {"--lengths", "--seq-len", "--world"},
-           {"--micro-batch", "--accum", "--global-batch", "--mode", "--window", "--chunk", "--no-split",
+           {"--micro-batch", "--accum", "--global-batch", "--mode", "--document-window", "--chunk", "--no-split",
             "--plan-limit", "--rank", "--steps", "--seed", "--epoch", "--state-after", "--resume"},
            fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at "
                        "most {}.\n",

@@ -3,7 +3,12 @@
 #ifndef DISTSAMPLER_EXAMPLES_CLI_SAMPLERS_HPP
 #define DISTSAMPLER_EXAMPLES_CLI_SAMPLERS_HPP
 
-#include <distsampler/distsampler.hpp>
+// The vocabulary every command shares; each command's file includes its own family's headers.
+#include <distsampler/error.hpp>
+#include <distsampler/options.hpp>
+#include <distsampler/permutation.hpp>
+#include <distsampler/state.hpp>
+#include <distsampler/world.hpp>
 
 #include <algorithm>
 #include <cctype>

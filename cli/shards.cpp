@@ -1,6 +1,7 @@
 // The shard family's command: `shards` prints each consumer's read plan and checks the epoch.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/shards/streaming_shard_sampler.hpp>
+#include <distsampler/verify.hpp>
 
 #include <fmt/format.h>
 
@@ -82,7 +83,7 @@ ShardFlags shard_flags(const Invocation& in) {
     f.options.max_open_shards = *m;
   }
   if (in.has("--run-length")) f.options.run_length = at_least_one(in, "--run-length");
-  if (in.has("--window")) f.options.shuffle_window = at_least_one(in, "--window");
+  if (in.has("--run-window")) f.options.shuffle_window = at_least_one(in, "--run-window");
   if (!ds::detail::mul_fits(f.options.max_open_shards, f.options.run_length)) {
     throw UsageError(
         fmt::format("--max-open-shards {} x --run-length {} overflows 64 bits (expected a block below "
@@ -156,7 +157,7 @@ std::vector<CommandSpec> shard_commands() {
            "(with --shard-schedule its shards in first-read order instead; of rank R only with --rank); then check\n"
            "the whole epoch and print a verdict; exit 1 when a promise fails",
            {"--shard-sizes", "--world", "--workers"},
-           {"--rank", "--seed", "--epoch", "--tail", "--preset", "--max-open-shards", "--run-length", "--window",
+           {"--rank", "--seed", "--epoch", "--tail", "--preset", "--max-open-shards", "--run-length", "--run-window",
             "--ranges",
             "--shard-schedule"},
            fmt::format(

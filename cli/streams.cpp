@@ -1,6 +1,6 @@
 // The streams family's command: `stream` simulates consumers reading shards of unknown size with a read-time filter.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/streams/stream_sampler.hpp>
 
 #include <fmt/format.h>
 

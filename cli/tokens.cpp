@@ -1,6 +1,6 @@
 // The token family's command: `tokens` prints micro-batches under a token budget and the epoch's summary.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/tokens/token_batch_sampler.hpp>
 
 #include <fmt/format.h>
 
@@ -30,7 +30,7 @@ struct TokenFlags {
 /// Rank `rank`'s TokenBatchSampler at the flags' epoch.
 [[nodiscard]] inline distsampler::TokenBatchSampler make_token_sampler(const TokenFlags& t, std::uint64_t rank) {
   namespace ds = distsampler;
-  return library("--lengths/--max-tokens/--world/--accum/--window", [&] {
+  return library("--lengths/--max-tokens/--world/--accum/--sort-window", [&] {
     ds::TokenBatchSampler made(t.lengths.size(), t.lengths, ds::World(rank, t.world_size), t.options);
     if (t.epoch != 0) made.set_epoch(t.epoch);
     return made;
@@ -43,7 +43,7 @@ int run_tokens(const Invocation& in) {
   t.world_size = at_least_one(in, "--world");
   t.options.with_max_tokens(in.required_number("--max-tokens"));
   if (in.has("--accum")) t.options.with_accumulation_steps(at_least_one(in, "--accum"));
-  if (in.has("--window")) t.options.with_window(at_least_one(in, "--window"));
+  if (in.has("--sort-window")) t.options.with_window(at_least_one(in, "--sort-window"));
   if (in.has("--seed")) t.options.with_seed(parse_seed("--seed", in.text("--seed")));
   t.epoch = in.number("--epoch").value_or(0);
   const auto rank = rank_flag(in, t.world_size);
@@ -106,13 +106,13 @@ int run_tokens(const Invocation& in) {
 std::vector<CommandSpec> token_commands() {
   return {
       {"tokens",
-       "distsampler tokens --lengths FILE|LIST --max-tokens T --world W [--accum K] [--window M] [--rank R] [flags]",
+       "distsampler tokens --lengths FILE|LIST --max-tokens T --world W [--accum K] [--sort-window M] [--rank R] [flags]",
        "print micro-batches under a token budget, equal per rank per step",
        "print each step's micro-batches under the token budget, one line each: step S rank R: [indices]\n"
        "tokens=real padded=count x longest ([] is an empty micro-batch), of rank R only with --rank; then a\n"
        "summary of the epoch over every rank: steps, empty micro-batches, padding efficiency, step balance",
        {"--lengths", "--max-tokens", "--world"},
-       {"--accum", "--window", "--rank", "--steps", "--seed", "--epoch"},
+       {"--accum", "--sort-window", "--rank", "--steps", "--seed", "--epoch"},
        fmt::format("limits: --lengths at most {} entries; a --lengths file at most {} bytes, {} bytes per line;\n"
                    "--world x --accum at most {} micro-batches per step.\n",
                    limits::lengths, limits::file_bytes, limits::line_bytes, distsampler::TokenBatchSampler::max_group),

@@ -2,9 +2,19 @@
 # distsampler tests: the `distsampler` command's output, exit codes, help, and a table of hostile inputs it must refuse.
 # SPDX-License-Identifier: MIT
 #
-# Usage: cli_test.sh path/to/distsampler [DOC.md...]   (CLI_CASE_TIMEOUT=seconds per run, default 20)
-# Each DOC's ```console blocks are transcripts checked at the end (see below).
+# Usage: cli_test.sh [--part NAME] path/to/distsampler [DOC.md...]   (CLI_CASE_TIMEOUT=seconds per run, default 20)
+# Each DOC's ```console blocks are transcripts checked at the end (see below). --part runs one part of the
+# table (CTest runs the parts beside each other): outputs, help, refusals, mix-pack-stream, refusals-more, tokens-limits, mesh, index, transcripts; without it, all.
 set -u
+parts=(outputs help refusals mix-pack-stream refusals-more tokens-limits mesh index transcripts)
+only=""
+if [[ "${1:-}" == --part ]]; then
+  only="${2:-}"
+  [[ " ${parts[*]} " == *" $only "* ]] || { echo "cli_test.sh: --part '$only' is not a part (expected one of: ${parts[*]})"; exit 2; }
+  shift 2
+fi
+# part NAME: whether this run checks part NAME.
+part() { [[ -z "$only" || "$only" == "$1" ]]; }
 cli="$1"
 shift
 docs=("$@")
@@ -13,6 +23,8 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 passed=0
+big=18446744073709551615
+over=18446744073709551616
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -83,6 +95,7 @@ help_ok() {
   passed=$((passed + 1))
 }
 
+if part outputs; then
 # ---------------------------------------------------------------------------------------------------------
 # What the commands print.
 
@@ -134,11 +147,11 @@ printf ' 10 \r\n\r\n\t20\r\n30' >"$tmp/crlf.txt"
 expect 0 '^ok: N=60 W=2 tail=pad' -- shards --shard-sizes "$tmp/crlf.txt" --world 2 --workers 1
 expect 0 '^ok: N=0 W=4 tail=pad' -- shards --shard-sizes 0,0 --world 2 --workers 2
 # Runs of one record and windows of 4: every range is one record; still a clean verdict.
-got="$("$cli" shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 --window 4 --rank 0 --ranges 20 |
+got="$("$cli" shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 --run-window 4 --rank 0 --ranges 20 |
   grep -o '[0-9]*\[[0-9]*,[0-9]*)' | tr '[,)' '   ' | awk '$3 - $2 != 1' | wc -l)"
 [[ "$got" == "0" ]] && passed=$((passed + 1)) || fail "--run-length 1 printed $got ranges longer than one record"
 expect 0 '^ok: N=10240 W=2 tail=pad' -- shards --shard-sizes 4096,5120,1024 --world 2 --workers 1 --run-length 1 \
-    --window 4
+    --run-window 4
 # --shard-schedule: one consumer of one shard reads it all, slots 0..6; a worker's entries add up to its samples.
 expect 0 '^rank 0 worker 0: 7 samples from 1 shards: 0@0-6:7$' -- shards --shard-sizes 7 --world 1 --workers 1 \
     --shard-schedule
@@ -189,15 +202,17 @@ expect 0 '^distsampler-state v3 sampler=batch dataset_size=5 .* consumed=0 ' -- 
 # A state of a resumed run: 1 more step of 3 after the 16 consumed.
 expect 0 'consumed=19 ' -- state --size 20 --world 3 --micro-batch 1 --accum 1 --shuffle none --resume "$saved" --step 1
 
+fi
+if part help; then
 # ---------------------------------------------------------------------------------------------------------
 # Help: the program's and each command's, exit 0, usage on stdout.
 help_ok --help -- indices check shards batches state "exit status"
 help_ok -h -- indices check shards batches state
 help_ok help -- indices check shards batches state
-help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --window --ranges --rank --shard-schedule
+help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --run-window --ranges --rank --shard-schedule
 help_ok indices --help -- --size --world --rank --count --seed --epoch --shuffle --tail --torch-generation
 help_ok check -h -- --size --world --per-rank-seed --shuffle
-help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --window --ranges
+help_ok shards --help -- --shard-sizes --world --workers --preset --max-open-shards --run-length --run-window --ranges
 help_ok batches --help -- --size --world --micro-batch --accum --rank --steps --resume
 help_ok state --help -- --size --world --micro-batch --accum --step --resume
 help_ok mix --help -- --sources --weights --world --micro-batch --accum --rank --steps --schedule --end --end-count --order
@@ -209,11 +224,11 @@ for c in indices check shards batches state mix; do
     fail "$c --help does not start with its usage"
 done
 
+fi
+if part refusals; then
 # ---------------------------------------------------------------------------------------------------------
 # Hostile inputs: each exits 2 with one message naming the flag as typed, prints nothing on stdout, never
 # crashes or hangs (CLI_CASE_TIMEOUT per case).
-big=18446744073709551615
-over=18446744073709551616
 
 # The reports that started this table.
 refuse --world '--world 0 is too small (expected at least 1)' shards --shard-sizes 10 --world 0 --workers 1
@@ -299,6 +314,8 @@ refuse --shard-sizes "--shard-sizes entry 1 \"$over\" overflows 64 bits" shards 
 refuse --shard-sizes '--shard-sizes add up to more than 2^64-1 samples (at entry 2' shards --shard-sizes $big,1 \
     --world 1 --workers 1
 
+fi
+if part mix-pack-stream; then
 # mix: micro-batches as source:index pairs, the global order as `source index` lines, then the prefix error.
 mix=(mix --sources 1000,500,20 --weights 0.5,0.3,0.2 --world 2 --micro-batch 4 --accum 2)
 expect 0 '^step 2 rank 1: \[[0-9]+:[0-9]+( [0-9]+:[0-9]+){3}\] \[[0-9]+:[0-9]+( [0-9]+:[0-9]+){3}\]$' -- "${mix[@]}" \
@@ -362,7 +379,7 @@ expect 0 '^sequences: 7 in the epoch, 7 read; 9 documents, 1 of 0 tokens skipped
 run "${pk[@]}"
 [[ $(grep -c '^step ' <<<"$out") -eq 4 && $(grep -E '^step' <<<"$out" | grep -Evc '^step [0-9]+ rank [0-9]+: \[[^]]*\] \[[^]]*\]$') -eq 0 ]] \
   && passed=$((passed + 1)) || fail "pack: expected 2 bracket groups on each of 4 lines:"$'\n'"$out"
-pc=(pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 3 --micro-batch 2 --accum 2 --seed 5 --window 8)
+pc=(pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 3 --micro-batch 2 --accum 2 --seed 5 --document-window 8)
 for i in $(seq 1 60); do echo $(( (i * 37) % 41 )); done >"$tmp/pack_lengths.txt"
 run "${pc[@]}"
 whole="$(grep '^step' <<<"$out")"
@@ -385,11 +402,11 @@ run "${pc[@]}" --resume "$state"
 [[ "$(grep '^step' <<<"$out")" == "$(grep -E '^step ([2-9]|[1-9][0-9]) ' <<<"$whole")" ]] \
   && passed=$((passed + 1)) || fail "pack --resume: expected the rest of the uninterrupted run"$'\n'"$out"
 expect 0 '^summary: mode concat, 8 steps x world_size 2 x accumulation 1 x micro-batch 3' -- pack \
-    --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 2 --micro-batch 3 --seed 5 --window 8 --resume "$state"
+    --lengths "$tmp/pack_lengths.txt" --seq-len 16 --world 2 --micro-batch 3 --seed 5 --document-window 8 --resume "$state"
 refuse --resume 'seq_len differs (state 16, sampler 32)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 32 --world 2 \
-    --window 8 --seed 5 --resume "$state"
+    --document-window 8 --seed 5 --resume "$state"
 refuse --resume 'mode differs (state concat, sampler best-fit)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 \
-    --world 2 --window 8 --seed 5 --mode best-fit --resume "$state"
+    --world 2 --document-window 8 --seed 5 --mode best-fit --resume "$state"
 refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths 3,4 --seq-len 0 --world 2
 refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
     --mode best-fit --no-split
@@ -488,6 +505,8 @@ refuse --shard-sizes 'is neither a comma-separated list of sample counts nor an 
 refuse --steps 'is too large for stream' stream --shard-sizes 5 --world 1 --workers 1 --micro-batch 1 \
     --steps 100000000
 
+fi
+if part refusals-more; then
 # Unknown commands.
 refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh or stream'
 refuse shuffle 'unknown command "shuffle"' shuffle
@@ -518,8 +537,36 @@ refuse --preset '--preset "random" is unknown (expected sequential or mixed)' sh
     --workers 1 --preset random
 refuse --max-open-shards '--max-open-shards 2 is out of range (expected 1..1)' shards --shard-sizes 5,5 --world 2 \
     --workers 1 --preset sequential --max-open-shards 2
-refuse --window '--window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
-    --window 0
+# The 0.2 spelling --window: the same output as the 0.3 name of that command's window, one warning line on stderr
+# naming the new flag; refused where the command has no window, or given beside its new name.
+old_window() {
+  local new="$1"
+  shift
+  local args=("$@") renamed=()
+  local a
+  for a in "${args[@]}"; do [[ "$a" == --window ]] && renamed+=("$new") || renamed+=("$a"); done
+  run "${renamed[@]}"
+  local want_out="$out" want_rc=$rc
+  run "${args[@]}"
+  local warning="distsampler ${args[0]}: warning: --window is the 0.2 spelling of $new (accepted until 0.4): write $new"
+  if [[ $rc -ne 0 || $want_rc -ne 0 || "$out" != "$want_out" || -z "$out" || "$err" != "$warning" ]]; then
+    fail "distsampler ${args[*]}: $(status_text) (with $new: exit $want_rc), stderr '$err', expected the output of $new and '$warning'"
+    return
+  fi
+  passed=$((passed + 1))
+}
+old_window --run-window shards --shard-sizes 40,0,25 --world 2 --workers 2 --window 3 --run-length 2
+old_window --sort-window tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 --accum 2 --window 6
+old_window --document-window pack --lengths 5,7,2,6,4,3,23,0,11 --seq-len 10 --world 2 --window 3
+refuse --window '--window is not used by indices (shards takes --run-window, tokens --sort-window, pack --document-window)' \
+    indices --size 10 --world 2 --rank 0 --window 3
+refuse --window '--window and --run-window given both (give --run-window only)' shards --shard-sizes 5,5 --world 2 \
+    --workers 1 --window 3 --run-window 3
+refuse --window '--window and --sort-window given both (give --sort-window only)' tokens --lengths 3,4 --max-tokens 10 \
+    --world 2 --sort-window 3 --window 3
+refuse --window '--window given twice' pack --lengths 3,4 --seq-len 4 --world 1 --window 3 --window 3
+refuse --run-window '--run-window 0 is too small (expected at least 1)' shards --shard-sizes 5,5 --world 2 --workers 1 \
+    --run-window 0
 refuse --run-length '--run-length 0 is too small' shards --shard-sizes 5,5 --world 2 --workers 1 --run-length 0
 refuse --max-open-shards '--max-open-shards 0 is out of range (expected 1..512)' shards --shard-sizes 5,5 --world 2 \
     --workers 1 --max-open-shards 0
@@ -528,12 +575,14 @@ refuse --max-open-shards '--max-open-shards 513 is out of range (expected 1..512
 refuse --run-length "--max-open-shards 2 x --run-length $big overflows 64 bits" shards --shard-sizes 5 --world 1 \
     --workers 1 --max-open-shards 2 --run-length $big
 
+fi
+if part tokens-limits; then
 # tokens: micro-batches under a token budget, the same count on every rank in every step, then a summary.
 expect 0 '^step 1 rank 0: \[\] tokens=0 padded=0$' -- tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 \
-    --world 3 --accum 2 --window 6
+    --world 3 --accum 2 --sort-window 6
 expect 0 '12 micro-batches, 1 empty; 6 splits' -- tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 \
-    --accum 2 --window 6
-run tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 --accum 2 --window 6
+    --accum 2 --sort-window 6
+run tokens --lengths 5,9,3,12,7,7,2,30,4,4,8 --max-tokens 32 --world 3 --accum 2 --sort-window 6
 [[ $(grep -c '^step 1 rank 2: ' <<<"$out") -eq 2 && $(grep -c '^step [0-9]' <<<"$out") -eq 12 ]] &&
   passed=$((passed + 1)) || fail "tokens: expected 2 micro-batches per rank and step, 12 lines:"$'\n'"$out"
 printf '%s\n' 40 3 3 3 3 3 3 3 3 30 31 >"$tmp/lengths.txt"
@@ -574,10 +623,10 @@ limit=10 refuse --accum '--world 1 x --accum 18446744073709551615 = 184467440737
     tokens --lengths 3,4,5 --max-tokens 10 --world 1 --accum 18446744073709551615
 help_ok tokens --help -- '--world x --accum at most 1048576 micro-batches per step'
 help_ok mix --help -- 'the prefix error over' 'at most the first 16777216 positions'
-refuse --window '--window 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
-    --window 0
-refuse --window 'window 4294967296 is out of range (expected 1..4294967295)' tokens --lengths 3,4 --max-tokens 10 \
-    --world 2 --window 4294967296
+refuse --sort-window '--sort-window 0 is too small (expected at least 1)' tokens --lengths 3,4 --max-tokens 10 --world 2 \
+    --sort-window 0
+refuse --sort-window 'window 4294967296 is out of range (expected 1..4294967295)' tokens --lengths 3,4 --max-tokens 10 \
+    --world 2 --sort-window 4294967296
 refuse --max-tokens '--max-tokens is required for tokens' tokens --lengths 3,4 --world 2
 refuse --micro-batch '--micro-batch 0 is too small (expected at least 1)' batches --size 20 --world 2 --micro-batch 0 \
     --accum 1
@@ -599,6 +648,8 @@ refuse --torch-generation '--torch-generation "v3" is unknown (expected v1 or v2
     --shuffle torch --torch-generation v3
 
 # --resume: malformed or foreign states, named by the flag.
+# The state line of the outputs part (this part may run alone).
+saved="$("$cli" state --size 20 --world 2 --micro-batch 2 --accum 2 --step 2 --shuffle none)"
 refuse --resume '--resume: unsupported version 9' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
     "distsampler-state v9"
 refuse --resume '--resume: expected magic' batches --size 20 --world 3 --micro-batch 1 --accum 1 --resume \
@@ -689,6 +740,8 @@ rc=$?
   passed=$((passed + 1)) ||
   fail "indices >/dev/full $(status_text): $(cat "$tmp/err")"
 
+fi
+if part mesh; then
 # ---------------------------------------------------------------------------------------------------------
 # Parallel meshes: `mesh` maps global ranks to data ranks; --mesh makes --world and --rank global.
 
@@ -771,6 +824,8 @@ refuse --mesh 'is not used by shards' shards --shard-sizes 10 --world 2 --worker
 refuse --world 'too large for mesh' mesh --world 2000000 --mesh dp=2000000
 refuse --world 'is required for mesh' mesh --mesh dp=2
 
+fi
+if part index; then
 # ---------------------------------------------------------------------------------------------------------
 # index: shard files indexed (records counted by hand here), verified, and every bad input refused.
 idx="$tmp/idx"
@@ -810,6 +865,8 @@ refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the
 expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"
 expect 0 "verified$" -- index --verify "$idx/p.jsonl"
 
+fi
+if part transcripts; then
 # The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints
 # the lines shown after it, in order ("..." stands for lines left out), so no document can drift from the command.
 # A `$ name=$(distsampler ...)` line runs in this shell, for the commands after it; `$ echo ...` lines too.
@@ -854,5 +911,7 @@ for doc in "${docs[@]}"; do
     fail "$doc: no \`$ distsampler\` transcript in a \`\`\`console block"
 done
 
-echo "$passed passed, $failures failed"
+fi
+[[ $passed -gt 0 ]] || fail "no check ran"
+echo "${only:+part $only: }$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

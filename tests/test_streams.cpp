@@ -1,6 +1,8 @@
 // Tests of the streams family: pass plans, cursors over shards of unknown size, job states, elastic resume, packing.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/batch/batch_sampler.hpp>
+#include <distsampler/feistel.hpp>
+#include <distsampler/streams/stream_sampler.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Tests of TokenBatchSampler and plan_window: budgets, equal steps, coverage, determinism, elastic resume, errors.
 // SPDX-License-Identifier: MIT
-#include <distsampler/distsampler.hpp>
+#include <distsampler/tokens/token_batch_sampler.hpp>
 
 #include <catch2/catch.hpp>
 

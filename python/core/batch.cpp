@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/batch/batch_sampler.hpp"
+#include "distsampler/feistel.hpp"
 
 namespace distsampler_python {
 namespace {

@@ -13,7 +13,16 @@
 #include <utility>
 #include <vector>
 
-#include "distsampler/distsampler.hpp"
+// The vocabulary every binding file shares; each file includes its own family's headers (an edit
+// of one family's header recompiles that family's binding file only).
+#include "distsampler/error.hpp"
+#include "distsampler/lengths.hpp"
+#include "distsampler/options.hpp"
+#include "distsampler/overlap_check.hpp"
+#include "distsampler/permutation.hpp"
+#include "distsampler/state.hpp"
+#include "distsampler/worker_schedule.hpp"
+#include "distsampler/world.hpp"
 
 namespace distsampler_python {
 

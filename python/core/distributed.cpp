@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/distributed/distributed_sampler.hpp"
+#include "distsampler/feistel.hpp"
 
 namespace distsampler_python {
 namespace {

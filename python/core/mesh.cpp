@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/mesh.hpp"
+#include "distsampler/mesh_check.hpp"
 
 namespace distsampler_python {
 

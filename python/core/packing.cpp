@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/packing/packed_sequence_sampler.hpp"
+#include "distsampler/packing/guard.hpp"
 
 namespace distsampler_python {
 namespace {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/verify.hpp"
 
 namespace distsampler_python {
 

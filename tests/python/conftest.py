@@ -96,8 +96,64 @@ def pytest_collection_modifyitems(items):
             where = getattr(defs[-1].func, "__module__", "") or ""
             if where.endswith("conftest"):
                 group = "gloo-jobs"
+                item.add_marker(pytest.mark.processes)
                 break
             if where.rpartition(".")[2].startswith("test_"):
                 group = item.module.__name__
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+# --- Tests that start processes ------------------------------------------------------------------
+# `scripts/test quick` runs the Python tests that start no process (`-m "not processes"`). The mark
+# is kept true by a check, not by care: while a test without it is being set up, run or torn
+# down, starting a subprocess or a multiprocessing process (DataLoader workers among them) fails
+# that test, naming the mark. Fixtures shared by several tests start their processes during the
+# setup of the first test that asks for them, which is then the test that must carry the mark:
+# every test using a conftest launch (gloo jobs) carries it automatically.
+_current = {"item": None}
+
+
+def _undeclared(what):
+    item = _current["item"]
+    if item is not None and item.get_closest_marker("processes") is None:
+        raise RuntimeError(f"{item.nodeid} starts {what} without @pytest.mark.processes: mark it (tests that "
+                           "start processes are left out of `scripts/test quick`)")
+
+
+_popen_execute_child = subprocess.Popen._execute_child
+
+
+def _guarded_execute_child(self, args, *rest, **kwargs):
+    _undeclared(f"a subprocess ({args if isinstance(args, str) else ' '.join(map(str, args))[:120]})")
+    return _popen_execute_child(self, args, *rest, **kwargs)
+
+
+def _install_process_guard():
+    import multiprocessing.process
+
+    start = multiprocessing.process.BaseProcess.start
+
+    def guarded_start(self):
+        _undeclared(f"a multiprocessing process ({self.name})")
+        return start(self)
+
+    subprocess.Popen._execute_child = _guarded_execute_child
+    multiprocessing.process.BaseProcess.start = guarded_start
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "processes: the test starts processes (launched jobs, DataLoader workers, "
+                                       "the CLI); `scripts/test quick` leaves it out")
+    # pytest-xdist declares it when installed; scripts/test quick runs without xdist.
+    config.addinivalue_line("markers", "xdist_group(name): tests kept in one pytest-xdist worker")
+    _install_process_guard()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _current["item"] = item
+    try:
+        yield
+    finally:
+        _current["item"] = None

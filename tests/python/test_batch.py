@@ -53,6 +53,7 @@ def test_numpy_path_equals_lists(tail):
     assert [a.tolist() for a in arrays] == lists
 
 
+@pytest.mark.processes
 def test_as_dataloader_batch_sampler_with_workers():
     data = torch.arange(500) * 10
     expected = [torch.tensor(mb) * 10 for mb in DistributedBatchSampler(range(500), 8, 2, 1, seed=4)]
@@ -107,6 +108,7 @@ def test_resume_inside_a_step_reads_every_sample_once_over_both_runs():
     assert sorted(first + rest) == list(range(101))
 
 
+@pytest.mark.processes
 def test_resumed_batch_sampler_through_a_dataloader_with_workers_yields_the_rest():
     # DataLoader with workers calls iter() twice and drops the first iterator unused.
     b = DistributedBatchSampler(range(300), 4, 2, 1, seed=5)

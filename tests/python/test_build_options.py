@@ -15,6 +15,7 @@ def setup_py(*args, opt_level):
                           timeout=120)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("bad", ["4", "-O2", "fast", ""])
 def test_an_unknown_optimisation_level_is_refused_naming_the_variable_and_the_value(bad):
     out = setup_py("--name", opt_level=bad)
@@ -23,6 +24,7 @@ def test_an_unknown_optimisation_level_is_refused_naming_the_variable_and_the_va
             "(expected one of 0, 1, 2, 3, s, g)") in out.stderr
 
 
+@pytest.mark.processes
 def test_a_known_optimisation_level_is_accepted():
     out = setup_py("--name", opt_level="1")
     assert out.returncode == 0, out.stderr

@@ -103,6 +103,7 @@ def _check_cmake(block, consumer):
     return problems
 
 
+@pytest.mark.processes
 def test_every_block_has_a_harness():
     compiled = _compiled_examples()
     transcripts = _transcript_docs()
@@ -166,6 +167,7 @@ def test_blocks_reader_reports_file_and_line(tmp_path):
     assert first.line == 3 and first.marker == "fragment" and code == "a = 1\nprint(a)\n"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("program", _python_programs(), ids=lambda p: f"{p[0].path}:{p[0].line}")
 def test_python_block_runs(program, tmp_path):
     block, code = program
@@ -190,11 +192,13 @@ def _output(path, marker, tmp_path):
     return out.stdout
 
 
+@pytest.mark.processes
 def test_readme_python_example_reads_a_quarter_each_epoch(tmp_path):
     assert _output("README.md", "example: readme-python", tmp_path) == (
         "epoch 0: rank 1 read 250 samples, 250 distinct\nepoch 1: rank 1 read 250 samples, 250 distinct\n")
 
 
+@pytest.mark.processes
 def test_python_guide_checkpoint_resumes_the_rest_on_four_ranks(tmp_path):
     # 2 ranks read 20 batches of 10 each (400 of 1000); rank 0 of 4 reads a quarter of the other 600.
     assert _output("docs/PYTHON.md", "example: checkpoint-python", tmp_path) == (
@@ -209,6 +213,7 @@ def _commands(path, marker):
             if line.strip() and not line.startswith("#")]
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="needs Debian's torchrun")
 def test_launchers_torchrun_commands_behave_as_documented(tmp_path):
     (tmp_path / "probe.py").write_text(doc_blocks.block("docs/LAUNCHERS.md", "example: probe").code)

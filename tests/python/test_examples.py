@@ -5,9 +5,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "examples", "seed_bug.py")
 
 
+@pytest.mark.processes
 def test_seed_bug_demo_counts_overlap_and_fix():
     out = subprocess.run([sys.executable, DEMO, "4000", "4"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

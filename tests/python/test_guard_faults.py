@@ -69,6 +69,7 @@ INSIDE = ("guard: rank 2 arrived but did not finish within 2 s (expected all 3 r
     ("late", ABSENT, (0, 1, 2)),  # the late rank fails with the others' decision
     ("die-after", "ok", (0, 1, 2)),  # it died after the decision: the verdict stands
 ])
+@pytest.mark.processes
 def test_every_live_rank_gets_the_same_verdict_or_the_same_failure_naming_the_missing_rank(jobs, mode, expected,
                                                                                          printing):
     lines, codes, _ = jobs[mode]
@@ -80,6 +81,7 @@ def test_every_live_rank_gets_the_same_verdict_or_the_same_failure_naming_the_mi
         assert codes[2] == -9, codes
 
 
+@pytest.mark.processes
 def test_the_live_ranks_fail_within_seconds_not_the_group_timeout(jobs):
     # The group's timeout is 120 s; the guard's is 2 s (the late modes sleep 5 s on purpose).
     for mode in ("absent", "die-before", "die-publish", "die-read"):

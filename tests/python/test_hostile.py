@@ -219,6 +219,7 @@ def probed(tmp_path_factory):
 
 @pytest.mark.parametrize("probe,world,accumulation", [("wrap to 0", 2, 1 << 63), ("wrap to 4", 2, (1 << 63) + 2),
                                                       ("wrap past the plan", 4, (1 << 62) + 1)])
+@pytest.mark.processes
 def test_token_global_batch_wrapping_around_2_to_the_64_is_refused_not_a_crash(probed, probe, world, accumulation):
     assert probed(probe) == ("ConfigError", f"TokenBatchSampler: num_replicas {world} x accumulation_steps "
                                             f"{accumulation} overflows 64 bits (expected a product of at most "
@@ -228,6 +229,7 @@ def test_token_global_batch_wrapping_around_2_to_the_64_is_refused_not_a_crash(p
 @pytest.mark.parametrize("probe,world,accumulation", [("world 2^27", 1 << 27, 1), ("world 2^40", 1 << 40, 1),
                                                       ("accumulation 2^25", 1, 1 << 25),
                                                       ("world 2^10 x accumulation 2^20", 1 << 10, 1 << 20)])
+@pytest.mark.processes
 def test_a_token_step_of_too_many_micro_batches_is_refused_up_front(probed, probe, world, accumulation):
     assert probed(probe) == ("ConfigError", f"TokenBatchSampler: num_replicas {world} x accumulation_steps "
                                             f"{accumulation} = {world * accumulation} micro-batches per step exceeds "
@@ -304,16 +306,19 @@ def test_weighted_draws_per_rank_beyond_a_python_index_are_refused_up_front():
     assert len(DistributedWeightedRandomSampler([1.0, 2.0], num_samples=2**64 - 2, num_replicas=2, rank=0)) == 2**63 - 1
 
 
+@pytest.mark.processes
 def test_closing_the_memory_map_under_a_token_sampler_is_refused(probed):
     assert probed("close the memory map") == ("ok", "('BufferError', True)")
 
 
+@pytest.mark.processes
 def test_resizing_the_lengths_under_a_token_sampler_raises_instead_of_reading_freed_memory(probed):
     message = ("TokenBatchSampler: lengths was resized or reallocated after the sampler was built (expected the "
                "array unchanged while the sampler reads it; build a new TokenBatchSampler)")
     assert probed("resize the lengths") == ("ok", repr([message] * 3))
 
 
+@pytest.mark.processes
 def test_a_mixture_of_a_huge_world_answers_one_step_quickly(probed):
     assert probed("mixture of a huge world") == ("ok", "(True, 1)")
 

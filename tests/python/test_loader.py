@@ -76,6 +76,7 @@ FAMILIES = ["sampler", "weighted", "batch", "token", "mixture", "stream"]
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("save,resume", [((0, None, False), (2, 2, False)), ((2, 2, True), (0, None, False)),
                                          ((3, 4, False), (3, 2, True))])
+@pytest.mark.processes
 def test_resume_on_two_ranks_reads_the_rest_of_the_epoch_once(family, save, resume):
     read, state = stop_and_save(family, 3, **workers(*save))
     for r in range(2):
@@ -85,6 +86,7 @@ def test_resume_on_two_ranks_reads_the_rest_of_the_epoch_once(family, save, resu
     assert collections.Counter(read) == expected(family)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("family", FAMILIES)
 def test_resume_on_the_same_world_continues_the_uninterrupted_sequence(family):
     k = 4  # a multiple of the saving loader's workers: shard streams restart their turn at worker 0
@@ -101,6 +103,7 @@ def test_resume_on_the_same_world_continues_the_uninterrupted_sequence(family):
             assert before + after == whole
 
 
+@pytest.mark.processes
 def test_shard_stop_between_worker_turns_resumes_each_index_once_on_the_same_world():
     read, state = stop_and_save("stream", 3, **workers(2))  # worker 0 gave 2 batches, worker 1 one
     for r in range(4):
@@ -110,6 +113,7 @@ def test_shard_stop_between_worker_turns_resumes_each_index_once_on_the_same_wor
     assert collections.Counter(read) == expected("stream")
 
 
+@pytest.mark.processes
 @pytest.mark.filterwarnings("ignore:DataLoader. epoch 0 starts again")
 @pytest.mark.parametrize("family", ["sampler", "batch", "stream"])
 def test_load_state_dict_mid_epoch_then_the_loop_reads_exactly_the_unread_rest(family):
@@ -120,6 +124,7 @@ def test_load_state_dict_mid_epoch_then_the_loop_reads_exactly_the_unread_rest(f
     assert take(dl, 10 ** 6) == whole[4:] and before == whole[:4]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("family", ["sampler", "batch", "token", "stream"])
 def test_state_before_iterating_and_after_the_epoch_are_its_boundaries(family):
     dl = build(family, 2, 1, **workers(2))
@@ -134,6 +139,7 @@ def test_state_before_iterating_and_after_the_epoch_are_its_boundaries(family):
     assert list(done) == []
 
 
+@pytest.mark.processes
 def test_loaded_state_is_returned_before_the_next_iteration():
     saver = build("sampler", 4, 0, **workers(2))
     take(saver, 2)
@@ -145,6 +151,7 @@ def test_loaded_state_is_returned_before_the_next_iteration():
     assert dl.state_dict()["state"] == state["state"]
 
 
+@pytest.mark.processes
 def test_a_sampler_driven_by_the_loader_saves_what_the_loop_received():
     dl = build("sampler", 4, 2, **workers(2, 4))
     take(dl, 3)
@@ -155,6 +162,7 @@ def test_a_sampler_driven_by_the_loader_saves_what_the_loop_received():
     assert bl.batch_sampler.state_dict() == bl.state_dict()["state"]
 
 
+@pytest.mark.processes
 def test_sampler_state_dict_raises_while_a_plain_loader_has_prefetched():
     s = DistributedSampler(list(range(N)), 4, 0, seed=5)
     dl = torch.utils.data.DataLoader(list(range(N)), batch_size=2, sampler=s, num_workers=2, collate_fn=as_list)
@@ -179,6 +187,7 @@ def test_sampler_state_dict_raises_while_a_plain_loader_has_prefetched():
     (lambda: TokenBatchSampler(LENGTHS, 40, 4, 0, seed=5), "batches", "micro-batches"),
     (lambda: DistributedWeightedRandomSampler([1.0] * N, N, True, 4, 0, seed=5), "samples", "indices"),
 ])
+@pytest.mark.processes
 def test_every_sampler_family_raises_the_same_way(make, argument, noun):
     s = make()
     kind = {"batch_sampler": s} if argument == "batches" else {"sampler": s, "batch_size": 1}
@@ -191,6 +200,7 @@ def test_every_sampler_family_raises_the_same_way(make, argument, noun):
         s.state_dict()
 
 
+@pytest.mark.processes
 def test_padding_mask_marks_exactly_the_wrap_around_slots():
     # N=10 on 4 ranks pads to 12 positions: positions 10 and 11, the last slot of ranks 2 and 3 (torch's rule).
     read = []
@@ -206,6 +216,7 @@ def test_padding_mask_marks_exactly_the_wrap_around_slots():
     assert sorted(read) == list(range(10))
 
 
+@pytest.mark.processes
 def test_padding_mask_of_micro_batches_and_shard_streams():
     # 10 samples, micro-batches of 2 on 2 ranks: step 2 holds positions 8..11; rank 1 reads 10 and 11 (padding).
     masks, read = [], []
@@ -274,6 +285,7 @@ def test_bad_states_are_refused_with_the_reason():
         other.load_state_dict(dl.state_dict())  # another seed: the sampler's own check
 
 
+@pytest.mark.processes
 def test_isinstance_and_torch_arguments_keep_working():
     dl = build("sampler", 2, 0, **workers(2, 3, True), pin_memory=False, timeout=30, drop_last=True)
     assert isinstance(dl, torch.utils.data.DataLoader)
@@ -281,6 +293,7 @@ def test_isinstance_and_torch_arguments_keep_working():
     assert len(dl) == 15 and all(len(b) == 4 for b in dl)  # 60 samples of this rank, the partial batch dropped
 
 
+@pytest.mark.processes
 def test_padding_mask_after_a_resume_marks_the_slots_of_the_resumed_pass():
     # Rank 3 of 4 over 10 samples: slots 0, 1 real, slot 2 padding (position 11).
     s = DistributedSampler(list(range(10)), 4, 3, seed=1)
@@ -294,6 +307,7 @@ def test_padding_mask_after_a_resume_marks_the_slots_of_the_resumed_pass():
     assert [b.data for b in first + rest][:2] == [[i] for i in s][:2]  # a duplicate fills the padding slot
 
 
+@pytest.mark.processes
 def test_sampler_state_dict_raises_while_the_last_prefetched_batches_are_undelivered():
     s = DistributedSampler(list(range(N)), 4, 0, seed=5)
     it = iter(torch.utils.data.DataLoader(list(range(N)), batch_size=2, sampler=s, num_workers=2, collate_fn=as_list))

@@ -112,6 +112,7 @@ def test_stream_dataset_over_random_meshes_same_kept_samples_per_group_each_once
     over_random_meshes(15, read, cover)
 
 
+@pytest.mark.processes
 def test_packed_sequences_on_a_mesh_world_through_a_dataloader_with_workers():
     # Token t of document d is d * 1000 + t, so each row shows which tokens it holds.
     offsets = np.concatenate([[0], np.cumsum(LENGTHS)[:-1]]).astype(np.int64)

@@ -72,6 +72,7 @@ def check_passes(stream):
     return by_source
 
 
+@pytest.mark.processes
 def test_dataloader_with_two_workers_reads_the_concatenation_at_the_sampler_pairs():
     sources = [Tagged(name, n) for name, n in zip("abc", SIZES)]
     kwargs = dict(num_replicas=1, rank=0, accumulation_steps=2, seed=3)
@@ -240,6 +241,7 @@ def test_bad_input_is_named(make, message):
         make()
 
 
+@pytest.mark.processes
 def test_python_guide_mixture_example_runs_as_written():
     block = doc_blocks.block("docs/PYTHON.md", "example: mixture-python")
     scope = {"__name__": "doc_example"}

@@ -92,6 +92,7 @@ def test_collate_builds_ids_positions_document_ids_and_cu_seqlens():
         collate_packed([data[((2, 68, 5),)]], seq_len=8)
 
 
+@pytest.mark.processes
 def test_dataloader_with_two_workers_yields_the_sampler_order_as_tensors():
     lengths = lognormal(300)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
@@ -109,6 +110,7 @@ def test_dataloader_with_two_workers_yields_the_sampler_order_as_tensors():
             assert batch["num_tokens"][row] == len(ids)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ["concat", "best-fit"])
 def test_a_plan_of_few_records_reads_through_a_dataloader_exactly_as_a_full_plan(mode):
     lengths = lognormal(2000, seed=8)
@@ -134,6 +136,7 @@ def test_a_plan_of_few_records_reads_through_a_dataloader_exactly_as_a_full_plan
     assert list(resumed) == want[5:]
 
 
+@pytest.mark.processes
 def test_the_checkpointing_loader_resumes_packed_sequences_after_the_batches_received():
     lengths = lognormal(800, seed=5)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)

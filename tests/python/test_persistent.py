@@ -24,6 +24,7 @@ def stream_loader(loader_class, stream, context, num_workers=2):
 
 @pytest.mark.parametrize("loader_class,context", [(DataLoader, "fork"), (DataLoader, "spawn"),
                                                   (torch.utils.data.DataLoader, "fork")])  # spawn is slow
+@pytest.mark.processes
 def test_set_epoch_reaches_persistent_workers(loader_class, context):
     stream = ShardStream(SHARDS, 1, 0, seed=4, tail="uneven")
     dl = stream_loader(loader_class, stream, context)
@@ -40,6 +41,7 @@ def test_set_epoch_reaches_persistent_workers(loader_class, context):
     assert epoch1 == flat(stream_loader(torch.utils.data.DataLoader, fresh, "fork"))  # what a new loader reads
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_a_loaded_state_reaches_running_workers_once(context):
     before = []
@@ -59,6 +61,7 @@ def test_a_loaded_state_reaches_running_workers_once(context):
     assert sorted(flat(dl)) == ALL
 
 
+@pytest.mark.processes
 def test_a_plain_loader_with_persistent_workers_reads_a_state_loaded_into_the_stream():
     stream = ShardStream(SHARDS, 1, 0, seed=4, tail="uneven")
     dl = stream_loader(torch.utils.data.DataLoader, stream, "fork")
@@ -69,6 +72,7 @@ def test_a_plain_loader_with_persistent_workers_reads_a_state_loaded_into_the_st
     assert len(rest) == len(ALL) - 15 and sorted(whole[:15] + rest) == ALL
 
 
+@pytest.mark.processes
 def test_persistent_map_style_workers_resume_and_change_epochs():
     data = list(range(90))
     sampler = DistributedSampler(data, 2, 0, seed=3, tail="uneven")
@@ -99,6 +103,7 @@ def test_the_stream_cell_survives_pickling_and_refuses_a_state_over_its_capacity
         stream.load_state_dict(big)
 
 
+@pytest.mark.processes
 def test_set_epoch_to_the_loaded_epoch_after_its_resumed_pass_reads_the_whole_epoch():
     stream = ShardStream(SHARDS, 1, 0, seed=4, tail="uneven")
     dl = stream_loader(DataLoader, stream, "fork")

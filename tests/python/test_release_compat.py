@@ -204,6 +204,7 @@ class _Indices(IterableDataset):
         return (s.index for s in self.stream)
 
 
+@pytest.mark.processes
 def test_a_release_shard_stream_reaches_spawned_dataloader_workers():
     loader = DataLoader(_Indices(load("shards_pending")), batch_size=2, num_workers=2,
                         multiprocessing_context="spawn")

@@ -109,6 +109,7 @@ def check_record(fmt, record, expected):
         assert np.array_equal(got, expected) and got.dtype == (np.int32 if fmt == "megatron" else np.float32)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_every_record_is_read_exactly_once_per_epoch_over_ranks_and_workers(tmp_path, fmt):
     paths, expected = WRITERS[fmt](str(tmp_path), [7, 1, 9, 6])

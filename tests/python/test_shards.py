@@ -35,6 +35,7 @@ def read(stream, num_workers, batch_size=4, limit=None):
     return out
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("tail", ["pad", "uneven"])
 def test_ranks_and_workers_are_disjoint_and_covering(tail):
     got = []
@@ -67,6 +68,7 @@ def test_epochs_differ_and_repeat():
     assert list(a) == first
 
 
+@pytest.mark.processes
 def test_stop_on_two_ranks_with_two_workers_resume_on_three_ranks_with_one():
     first = []
     states = []

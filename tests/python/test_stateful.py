@@ -56,6 +56,7 @@ def sampler_state(state):
     return main["_index_sampler_state"] or main["_sampler_iter_state"]["sampler_state"]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("family", ["sampler", "batch", "token"])
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_samplers_inside_a_stateful_dataloader_resume_on_two_ranks(family, num_workers):
@@ -75,6 +76,7 @@ def test_samplers_inside_a_stateful_dataloader_resume_on_two_ranks(family, num_w
     assert sorted(read) == list(range(N))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("family", ["sampler", "batch"])
 def test_a_stateful_dataloader_on_the_same_world_continues_the_uninterrupted_sequence(family):
     for r in (0, 3):
@@ -87,6 +89,7 @@ def test_a_stateful_dataloader_on_the_same_world_continues_the_uninterrupted_seq
         assert before + list(resumed) == whole
 
 
+@pytest.mark.processes
 def test_a_stateful_dataloader_state_before_iterating_is_the_epoch_start():
     dl = build("sampler", 2, 0, 2)
     state = dl.state_dict()

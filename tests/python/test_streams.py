@@ -57,6 +57,7 @@ def check_passes(seen, below):
             assert set(ids) == KEPT, f"pass {p} is incomplete"
 
 
+@pytest.mark.processes
 def test_persistent_workers_continue_exactly_and_resume_on_another_world(shards):
     seen = []
     loaders = [DataLoader(StreamDataset(shards, num_replicas=2, rank=r, micro_batch=2, seed=5, filter=keep),
@@ -89,6 +90,7 @@ def test_a_filter_that_keeps_nothing_is_an_error_not_a_hang(shards):
         next(iter(DataLoader(ds, batch_size=None)))
 
 
+@pytest.mark.processes
 def test_the_packer_fills_sequences_and_carries_a_document_across_a_resume(shards):
     def tokenize(rec):
         return [rec["id"] * 100 + k for k in range(len(rec["text"].split()) + 1)]
@@ -161,6 +163,7 @@ def test_refusals_name_the_argument(shards):
         next(iter(DataLoader(StreamDataset(shards, num_replicas=2, rank=0, micro_batch=1, share=3), batch_size=None)))
 
 
+@pytest.mark.processes
 def test_a_share_among_every_consumer_reads_each_shard_by_stride_and_resumes_on_another_share(shards):
     seen = []
     loaders = [DataLoader(StreamDataset(shards, num_replicas=2, rank=r, micro_batch=2, seed=5, filter=keep, share="all",
@@ -196,6 +199,7 @@ def test_a_share_among_every_consumer_reads_each_shard_by_stride_and_resumes_on_
     check_passes(seen, below)
 
 
+@pytest.mark.processes
 def test_four_gloo_processes_killed_after_a_checkpoint_resume_on_two(shards, tmp_path):
     import os
     import signal

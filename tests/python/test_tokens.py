@@ -66,6 +66,7 @@ def test_equal_micro_batches_per_rank_budget_kept_every_sample_once(model, world
     assert all(s.stats == samplers[0].stats for s in samplers)
 
 
+@pytest.mark.processes
 def test_dataloader_with_two_workers_yields_the_sampler_order_with_none_for_empty_micro_batches():
     lengths = lognormal_lengths(1003, seed=4)
     data = torch.arange(1003) * 10
@@ -319,6 +320,7 @@ def test_four_gloo_ranks_same_steps_exactly_once_then_resume_on_two(gloo4):
     assert sorted(first + rest) == list(range(TOKEN_N))  # epoch 1 exactly once over both runs
 
 
+@pytest.mark.processes
 def test_python_guide_token_example_runs_as_documented():
     block = doc_blocks.block("docs/PYTHON.md", "example: tokens-python")
     out = io.StringIO()

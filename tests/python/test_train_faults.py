@@ -38,6 +38,7 @@ def faults(tmp_path_factory):
     return root, next_id, m, m2, s
 
 
+@pytest.mark.processes
 def test_a_rank_killed_mid_epoch_restarts_from_the_last_checkpoint_and_another_world_continues(faults):
     root, total, m, m2, _ = faults
     assert m.returncode == 0, m.stdout[-3000:] + m.stderr[-3000:]
@@ -59,6 +60,7 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_last_checkpoint_and_another_w
         os.rename(root / "M" / "resumed-1.json.off", root / "M" / "resumed-1.json")
 
 
+@pytest.mark.processes
 def test_rank_0_killed_while_writing_a_checkpoint_leaves_the_previous_one_and_the_restart_resumes_from_it(faults):
     root, total, _, _, s = faults
     assert s.returncode == 0, s.stdout[-3000:] + s.stderr[-3000:]

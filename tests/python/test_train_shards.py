@@ -56,6 +56,7 @@ def verdict(root, *runs):
                            *(str(root / r) for r in runs)], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.processes
 def test_the_killed_run_checkpointed_then_died(runs):
     root, _, a, _, _ = runs
     assert a.returncode != 0, a.stdout[-3000:]
@@ -66,6 +67,7 @@ def test_the_killed_run_checkpointed_then_died(runs):
         assert f"rank {r}/4: epoch 0 done" in a.stdout
 
 
+@pytest.mark.processes
 def test_resume_on_another_world_reads_each_record_exactly_once_per_epoch(runs):
     root, total, _, b, _ = runs
     assert b.returncode == 0, b.stdout[-3000:] + b.stderr[-3000:]
@@ -78,6 +80,7 @@ def test_resume_on_another_world_reads_each_record_exactly_once_per_epoch(runs):
     assert "VERDICT: exactly once per epoch" in out.stdout
 
 
+@pytest.mark.processes
 def test_the_naive_checkpoint_skips_records_and_the_verdict_says_so(runs):
     root, total, _, _, n = runs
     assert n.returncode == 0, n.stdout[-3000:] + n.stderr[-3000:]
@@ -91,6 +94,7 @@ def test_the_naive_checkpoint_skips_records_and_the_verdict_says_so(runs):
     assert "VERDICT: FAILED" in out.stdout
 
 
+@pytest.mark.processes
 def test_the_verdict_alone_catches_a_run_cut_short(runs):
     root, _, _, _, _ = runs
     out = verdict(root, "A")  # the killed run alone: epoch 1 is far from complete

@@ -65,6 +65,7 @@ def runs(tmp_path_factory):
     return root, kept, a, b
 
 
+@pytest.mark.processes
 def test_both_runs_train_every_step_on_every_rank(runs):
     root, _, a, b = runs
     assert a.returncode == 0, a.stdout[-3000:] + a.stderr[-3000:]
@@ -77,6 +78,7 @@ def test_both_runs_train_every_step_on_every_rank(runs):
         assert all(len(items) == MICRO_BATCH for _, items in steps)
 
 
+@pytest.mark.processes
 def test_the_resume_reads_each_kept_record_once_per_pass(runs):
     root, kept, _, _ = runs
     seen = {}

@@ -1,0 +1,28 @@
+# distsampler's Python package built by CMake (DISTSAMPLER_BUILD_PYTHON, the quick test tier): the
+# extension distsampler._core from python/core/ (one file per family, each recompiled only when a
+# header it includes changes, which pip's build cannot do), placed beside links to the package's
+# Python files in BUILD/python/distsampler, so that `PYTHONPATH=BUILD/python` imports the package.
+# The wheel (pip install .) is still built by setup.py; the full test tier tests that one.
+# SPDX-License-Identifier: MIT
+find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+# Debian's pybind11 (python3-pybind11) keeps its CMake files inside the Python package.
+execute_process(COMMAND ${Python3_EXECUTABLE} -c "import pybind11; print(pybind11.get_cmake_dir())"
+                OUTPUT_VARIABLE _ds_pybind11_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+find_package(pybind11 CONFIG REQUIRED HINTS "${_ds_pybind11_dir}")
+
+file(GLOB _ds_binding_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/python/core/*.cpp")
+# NO_EXTRAS: no link-time optimisation or stripping (a test build; the wheel has its own flags).
+pybind11_add_module(distsampler_python_core MODULE NO_EXTRAS ${_ds_binding_sources})
+target_link_libraries(distsampler_python_core PRIVATE distsampler::distsampler)
+target_compile_options(distsampler_python_core PRIVATE -O1 -g0)
+set(_ds_python_dir "${CMAKE_BINARY_DIR}/python/distsampler")
+set_target_properties(distsampler_python_core PROPERTIES OUTPUT_NAME _core LIBRARY_OUTPUT_DIRECTORY "${_ds_python_dir}"
+                                                         DISTSAMPLER_UNSANITIZED ON)
+file(GLOB_RECURSE _ds_python_files CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/python/distsampler"
+     "${PROJECT_SOURCE_DIR}/python/distsampler/*.py" "${PROJECT_SOURCE_DIR}/python/distsampler/*.pyi"
+     "${PROJECT_SOURCE_DIR}/python/distsampler/py.typed")
+foreach(_file ${_ds_python_files})
+  get_filename_component(_dir "${_ds_python_dir}/${_file}" DIRECTORY)
+  file(MAKE_DIRECTORY "${_dir}")
+  file(CREATE_LINK "${PROJECT_SOURCE_DIR}/python/distsampler/${_file}" "${_ds_python_dir}/${_file}" SYMBOLIC)
+endforeach()
