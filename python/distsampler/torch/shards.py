@@ -5,8 +5,10 @@ import collections
 import torch
 
 from .. import _core
+from .._core import ConfigError
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
                       _resolve_world, _seed64, _sequence, _unsigned)
+from ._life import _Checkpointed, received_count
 from ._stream_cell import StreamCell
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
@@ -45,7 +47,7 @@ def _locality(who, preset, options):
     return out
 
 
-class ShardStream:
+class ShardStream(_Checkpointed):
     """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
 
     The Python face of the C++ ``distsampler::StreamingShardSampler``: the same order, and
@@ -66,12 +68,16 @@ class ShardStream:
     ``max_open_shards``, ``run_length``, ``shuffle_window`` and ``rotate_shards`` (the C++
     ``ShardSamplerOptions``) override the preset's values; all must be the same on every rank.
 
-    Checkpointing from the main process: ``state_dict(batches, batch_size, num_workers)``
+    Checkpointing from the main process: ``state_dict(received, batch_size, num_workers)``
     after the DataLoader (``batch_size`` per worker batch, ``num_workers`` workers) yielded
-    ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
-    iteration (the DataLoader pickles the dataset to its workers, pending state included),
-    and every stream continues with exactly the unread samples, on any world size or
-    worker count.
+    ``received`` batches on every rank (0.2's ``batches=`` still works; through
+    ``distsampler.torch.DataLoader`` the loader says all three); ``load_state_dict`` before
+    the next epoch's iteration (the DataLoader pickles the dataset to its workers, pending
+    state included), and every stream continues with exactly the unread samples, on any
+    world size or worker count. ``state_dict()`` alone is the loaded state before any
+    iteration, or the position this process's own iteration reached when it read the whole
+    rank's stream (no DataLoader workers); ``load_state_dict(stream.state_dict())`` takes
+    back what it gave.
 
     Epochs reach every worker: ``epoch`` and a loaded state live in a small shared-memory
     cell made at construction, which the workers' copies share (``fork`` and ``spawn``,
@@ -132,8 +138,11 @@ class ShardStream:
 
     def __getstate__(self):
         # The cell as its tensors: a worker's copy shares them (torch passes shared tensors by handle).
+        # The loader link, the mask's slots and the progress of an iteration stay in this process.
         state = self.__dict__.copy()
         state["_cell"] = state["_cell"].tensors()
+        for name in ("_loop", "_mask_slots", "_iterated"):
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state):
@@ -172,13 +181,17 @@ class ShardStream:
 
     def worker_samples(self, worker, num_workers):
         """The stream of one worker slot of this rank as a generator of ``ShardSample``."""
+        return self._samples(worker, num_workers)[1]
+
+    def _samples(self, worker, num_workers):
         core = self._positioned(num_workers)
         size = core.worker_size(worker)
 
         def fetch(first, count):
             return [ShardSample(*t) for t in core.samples(worker, first, count)]
 
-        return _generate(_Progress(core, core.epoch), fetch, size)
+        progress = _Progress(core, core.epoch)
+        return progress, _generate(progress, fetch, size)
 
     def shard_schedule(self, worker, num_workers):
         """The shards one worker slot of this rank reads this epoch (or in the rest of a loaded
@@ -205,15 +218,43 @@ class ShardStream:
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        return self.worker_samples(worker, num_workers)
+        progress, samples = self._samples(worker, num_workers)
+        self._iterated = (num_workers, progress)
+        return samples
 
-    def state_dict(self, batches, batch_size, num_workers):
-        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the
-        main process, each batching its stream by ``batch_size``) yielded ``batches``
-        batches (or all it had)."""
-        core = self._positioned(max(1, _unsigned("ShardStream", "num_workers", num_workers)))
-        text = core.state_after_batches(_unsigned("ShardStream", "batches", batches),
-                                        _unsigned("ShardStream", "batch_size", batch_size))
+    def state_dict(self, received=None, batch_size=None, num_workers=None, *, batches=None):
+        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the main
+        process, each batching its stream by ``batch_size``) yielded ``received`` batches (or
+        all it had); the attached ``distsampler.torch.DataLoader`` supplies what is not given.
+        Without any: see the class (``ConfigError`` when this process cannot know)."""
+        who = "ShardStream.state_dict"
+        _, done = received_count(who, "batches", received, {} if batches is None else {"batches": batches})
+        loader = self._attached()
+        if done is None and loader is not None:
+            done = loader._received_by(self) or 0
+        if done is not None:
+            if loader is not None:
+                batch_size = loader._step if batch_size is None else batch_size
+                num_workers = loader.num_workers if num_workers is None else num_workers
+            if batch_size is None or num_workers is None:
+                raise ConfigError(f"{who}: received {done} batches but batch_size and num_workers were not given "
+                                  "(expected the DataLoader's batch_size= and num_workers=, or iterate through "
+                                  "distsampler.torch.DataLoader, which says them)")
+            core = self._positioned(max(1, _unsigned(who, "num_workers", num_workers)))
+            text = core.state_after_batches(done, _unsigned(who, "batch_size", batch_size))
+            return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
+        iterated = self.__dict__.get("_iterated")
+        if iterated is None:
+            if self._pending is not None:
+                return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+            text = self._positioned(1).state_after_batches(0, 1)
+        elif iterated[0] == 1:
+            progress = iterated[1]
+            text = progress.core.state_after_batches(progress.taken(), 1)
+        else:
+            raise ConfigError(f"{who}: this copy iterated one DataLoader worker's stream of {iterated[0]}, so what "
+                              "the other workers read is unknown here (expected state_dict(received, batch_size, "
+                              "num_workers) in the main process, or distsampler.torch.DataLoader.state_dict())")
         return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
 
     def load_state_dict(self, state_dict):
@@ -222,3 +263,37 @@ class ShardStream:
         self._sampler(1).resume(text)
         self._pending = text
         self.epoch = epoch
+        self._iterated = None
+
+    # -- what distsampler.torch.DataLoader asks -------------------------------------------
+    _unit = "stream"
+
+    def _loader_check(self, loader):
+        if loader.drop_last:
+            raise ConfigError("DataLoader: drop_last=True with a ShardStream dataset drops each worker's last "
+                              "partial batch (expected drop_last=False; the stream's tail option decides the "
+                              "epoch's end)")
+
+    def _loader_begin(self, loader):
+        # A loaded state applies to one pass of the loader; then the whole epoch again.
+        if self._pending is not None and self._cell.version == self.__dict__.get("_loader_version"):
+            self._pending = None
+        self._loader_version = self._cell.version
+        self._mask_slots = None
+        return False
+
+    def _loader_loaded(self, loader):
+        self._loader_version = None
+
+    def _padding_flags(self, j, batch_size):
+        # Batch j comes from the workers in turn, skipping the exhausted ones
+        # (detail::round_robin_done): turn t gives one batch of each worker that has more than t.
+        if self.__dict__.get("_mask_slots") is None:
+            workers = max(1, self._attached().num_workers)
+            core = self._positioned(workers)
+            counts = [-(-core.worker_size(w) // batch_size) for w in range(workers)]
+            order = [(w, t) for t in range(max(counts, default=0)) for w in range(workers) if counts[w] > t]
+            self._mask_slots = (core, order)
+        core, order = self._mask_slots
+        worker, t = order[j]
+        return [sample[3] for sample in core.samples(worker, t * batch_size, batch_size)]
