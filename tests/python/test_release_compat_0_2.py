@@ -197,3 +197,13 @@ def test_a_0_2_stream_state_and_pickle_resume(monkeypatch):
     assert [[(r.shard, r.index) for r in next(it)] for _ in range(4)] == expected
     it = iter(DataLoader(load("streams"), batch_size=None))
     assert [[(r.shard, r.index) for r in next(it)] for _ in range(4)] == expected
+    resumed = stream_dataset()  # iterated directly, without a loader (0.2 applied a loaded state only through one)
+    resumed.load_state_dict(saved["job"])
+    it = iter(resumed)
+    assert records([next(it) for _ in range(4)]) == expected
+    it = iter(load("streams"))
+    assert records([next(it) for _ in range(4)]) == expected
+    part = stream_dataset()
+    part.load_state_dict(saved["loader"]["state"])  # 0.2's part of a job of one rank, taken back on its own
+    it = iter(part)
+    assert records([next(it) for _ in range(4)]) == expected
