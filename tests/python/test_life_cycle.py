@@ -165,7 +165,9 @@ class ShardData(IterableDataset):
 
 
 def shard_stream():
-    return ShardStream(SHARD_SIZES, 2, 0, seed=4, tail="uneven", state_capacity=4096)
+    # One rank: a resumed state re-deals the rest of the epoch over every rank, so one rank's reads
+    # before and after a resume are the whole epoch only when it is the only one.
+    return ShardStream(SHARD_SIZES, 1, 0, seed=4, tail="uneven", state_capacity=4096)
 
 
 def test_a_shard_stream_takes_back_its_own_state():
@@ -182,8 +184,8 @@ def test_a_shard_stream_takes_back_its_own_state():
     resumed = shard_stream()
     resumed.load_state_dict(state)
     assert resumed.state_dict() == state
-    assert head + list(resumed) == full
     clone = pickle.loads(pickle.dumps(resumed))
+    assert head + list(resumed) == full
     assert clone.state_dict() == state and list(clone) == full[5:]
     other = shard_stream()
     other.load_state_dict(start)
@@ -198,6 +200,27 @@ def test_a_shard_stream_copy_in_a_worker_says_what_it_cannot_know():
         s.state_dict()
     with pytest.raises(ConfigError, match="batch_size and num_workers were not given"):
         s.state_dict(received=3)
+
+
+def test_a_shard_stream_read_by_a_plain_loader_s_workers_says_what_to_pass():
+    stream = shard_stream()
+    stream.set_epoch(EPOCH)
+    it = iter(torch.utils.data.DataLoader(ShardData(stream), batch_size=2, num_workers=2))
+    first = [next(it) for _ in range(3)]
+    with pytest.raises(ConfigError, match=re.escape("ShardStream.state_dict: copies of this stream in DataLoader "
+                                                    "workers iterated it, so what the training loop received is "
+                                                    "unknown here")):
+        stream.state_dict()
+    state = stream.state_dict(received=3, batch_size=2, num_workers=2)
+    del it
+    resumed = shard_stream()
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == state
+    rest = [i for b in torch.utils.data.DataLoader(ShardData(resumed), batch_size=2, num_workers=2) for i in b.tolist()]
+    read = [i for b in first for i in b.tolist()]
+    fresh = shard_stream()
+    fresh.set_epoch(EPOCH)
+    assert sorted(read + rest) == sorted(s.index for w in range(2) for s in fresh.worker_samples(w, 2))
 
 
 def test_a_shard_stream_through_a_loader_with_two_workers():

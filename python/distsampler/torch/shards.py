@@ -21,6 +21,11 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
 
 
 _DEFAULT_STATE_CAPACITY = 1 << 20
+
+
+def _pass_counter():
+    """A count of the passes started over a stream, shared with the copies in DataLoader workers."""
+    return torch.zeros((), dtype=torch.int64).share_memory_()
 _PRESETS = ("mixed", "sequential")
 
 
@@ -115,6 +120,7 @@ class ShardStream(_Checkpointed):
         self.seed = seed
         self.tail = tail
         self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
+        self._passes = _pass_counter()
         self._sampler(1)
 
     @property
@@ -155,6 +161,8 @@ class ShardStream(_Checkpointed):
             state["_cell"] = cell
         else:
             state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
+        if "_passes" not in state:  # pickles of 0.1 and 0.2
+            state["_passes"] = _pass_counter()
         self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):
@@ -175,8 +183,10 @@ class ShardStream(_Checkpointed):
     def set_epoch(self, epoch):
         """Selects the epoch; a loaded state of another epoch is discarded."""
         e = _unsigned("ShardStream", "epoch", epoch)
-        if self._pending is not None and e != self.epoch:
+        if e != self.epoch:  # nothing of the new epoch was read yet
             self._pending = None
+            self._iterated = None
+            self._passes_seen = int(self._passes)
         self.epoch = e
 
     def worker_samples(self, worker, num_workers):
@@ -220,6 +230,7 @@ class ShardStream(_Checkpointed):
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
         progress, samples = self._samples(worker, num_workers)
         self._iterated = (num_workers, progress)
+        self._passes += 1  # shared: the main process sees that a worker's copy iterated
         return samples
 
     def state_dict(self, received=None, batch_size=None, num_workers=None, *, batches=None):
@@ -244,6 +255,11 @@ class ShardStream(_Checkpointed):
             text = core.state_after_batches(done, _unsigned(who, "batch_size", batch_size))
             return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
         iterated = self.__dict__.get("_iterated")
+        if iterated is None and int(self._passes) != self.__dict__.get("_passes_seen", 0):
+            raise ConfigError(f"{who}: copies of this stream in DataLoader workers iterated it, so what the training "
+                              "loop received is unknown here (expected state_dict(received, batch_size, num_workers) "
+                              "with what the loop received, or iterate through distsampler.torch.DataLoader and "
+                              "checkpoint with its state_dict())")
         if iterated is None:
             if self._pending is not None:
                 return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
@@ -264,6 +280,7 @@ class ShardStream(_Checkpointed):
         self._pending = text
         self.epoch = epoch
         self._iterated = None
+        self._passes_seen = int(self._passes)
 
     # -- what distsampler.torch.DataLoader asks -------------------------------------------
     _unit = "stream"
