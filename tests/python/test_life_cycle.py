@@ -353,3 +353,14 @@ def test_a_stream_dataset_through_a_loader_with_two_workers(tmp_path):
     again.load_state_dict(dict(state, state=state["state"]))  # the rank's part itself: a job of one rank
     it = iter(again)
     assert records([next(it) for _ in range(8)]) == full[4:]
+
+
+def test_a_stream_dataset_read_by_a_plain_loader_s_workers_says_what_to_use(tmp_path):
+    paths = write_shards(tmp_path)
+    ds = stream_dataset(paths, num_replicas=1, rank=0)
+    it = iter(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))
+    next(it)
+    with pytest.raises(ConfigError, match=re.escape("StreamDataset.state_dict: copies of this dataset in DataLoader "
+                                                    "workers iterated it, so what the training loop received is "
+                                                    "unknown here")):
+        ds.state_dict()

@@ -9,7 +9,7 @@ from .._core import ConfigError
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
                       _resolve_world, _seed64, _sequence, _unsigned)
 from ._life import _Checkpointed, received_count
-from ._stream_cell import StreamCell
+from ._stream_cell import StreamCell, pass_counter
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
                                      module=PUBLIC_MODULE)
@@ -23,9 +23,6 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
 _DEFAULT_STATE_CAPACITY = 1 << 20
 
 
-def _pass_counter():
-    """A count of the passes started over a stream, shared with the copies in DataLoader workers."""
-    return torch.zeros((), dtype=torch.int64).share_memory_()
 _PRESETS = ("mixed", "sequential")
 
 
@@ -120,7 +117,7 @@ class ShardStream(_Checkpointed):
         self.seed = seed
         self.tail = tail
         self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
-        self._passes = _pass_counter()
+        self._passes = pass_counter()
         self._sampler(1)
 
     @property
@@ -162,7 +159,7 @@ class ShardStream(_Checkpointed):
         else:
             state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
         if "_passes" not in state:  # pickles of 0.1 and 0.2
-            state["_passes"] = _pass_counter()
+            state["_passes"] = pass_counter()
         self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):

@@ -27,7 +27,7 @@ from .._core import ConfigError, StateError
 from ._common import PUBLIC_MODULE, _resolve_world
 from ._life import _Checkpointed
 from ._readers import SequentialReader, format_of
-from ._stream_cell import StreamCell
+from ._stream_cell import StreamCell, pass_counter
 
 __all__ = ["StreamDataset", "StreamPacker", "StreamItem", "StreamBatch"]
 
@@ -103,6 +103,7 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
         self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
         self._cell = StreamCell(state_capacity, who)
+        self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from
         self._received = {}  # consumer -> progress after the last micro-batch the loop received
         self._step0, self._steps = 0, 0
@@ -143,11 +144,14 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         state = dict(self.__dict__)
         state["_cell"] = self._cell.tensors()
         state.pop("_loop", None)  # the loader stays in this process
+        state.pop("_iterated_here", None)
         return state
 
     def __setstate__(self, state):
         head, text, capacity = state["_cell"]
         state["_cell"] = StreamCell.from_tensors(head, text, capacity, type(self).__name__)
+        if "_passes" not in state:  # a pickle of 0.2
+            state["_passes"], state["_passes_seen"] = pass_counter(), 0
         self.__dict__.update(state)
 
     # -- reading --------------------------------------------------------------------------
@@ -170,6 +174,8 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         direct = self._attached() is None  # iterated without distsampler's loader: what it yields is received
         if direct:
             self._received, self._consumers, self._steps = {}, consumers, 0
+            self._iterated_here = True
+        self._passes += 1  # shared: the main process sees that a worker's copy iterated
 
         def record(shard, index):
             if shard not in readers:
@@ -246,7 +252,15 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
 
     def state_dict(self, received=None):
         """This rank's part of the job state: the progress of its consumers the loop received
-        (``received``, the loader's count, adds nothing: each micro-batch carries its progress)."""
+        (``received``, the loader's count, adds nothing: each micro-batch carries its progress).
+        Raises ``ConfigError`` when copies in a plain DataLoader's workers iterated it: this process
+        cannot know what their loop received."""
+        if (self._attached() is None and not self.__dict__.get("_iterated_here")
+                and int(self._passes) != self._passes_seen):
+            raise ConfigError("StreamDataset.state_dict: copies of this dataset in DataLoader workers iterated it, "
+                              "so what the training loop received is unknown here (expected to iterate through "
+                              "distsampler.torch.DataLoader, which records each micro-batch the loop received, and "
+                              "to checkpoint with its state_dict())")
         return {"format": _FORMAT, "epoch": 0, "base": self._base, "rank": self.rank, "world_size": self.world_size,
                 "consumers": self._consumers or self.world_size, "step": self._step0 + self._steps,
                 "progress": {str(c): _from_progress(p) for c, p in self._received.items()}}
@@ -286,6 +300,7 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
                              f"state_dict(), or the state_dict() of a job of one rank, got {type(state).__name__}")
         _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, 1, state)  # validates
         self._base, self._received, self._consumers = state, {}, None
+        self._iterated_here, self._passes_seen = False, int(self._passes)
         self._step0, self._steps = _core.StreamJobState.from_text(state).step, 0
         # Read by the next iteration, in this process and in every worker's copy.
         self._cell.write(0, json.dumps({"base": state, "consumers": 0, "progress": {}}, separators=(",", ":")))
