@@ -117,6 +117,14 @@ def test_a_0_2_pickle_of_a_mid_epoch_sampler_resumes(name):
     assert epoch_of(old, EPOCH + 1) == epoch_of(FRESH[name](0), EPOCH + 1)
 
 
+@pytest.mark.parametrize("name", sorted(FRESH))
+def test_pickles_made_now_name_what_0_2_named(name):
+    from test_release_compat import pickled_globals
+
+    now = pickled_globals(pickle.dumps(_resumed(name), protocol=4))
+    assert now == pickled_globals((DATA / f"{name}.pkl").read_bytes())
+
+
 def _resumed(name):
     s = FRESH[name](0)
     s.load_state_dict(read_json(f"{name}.state"))
