@@ -7,6 +7,7 @@ same configuration."""
 import json
 import pickle
 import re
+import types
 
 import numpy as np
 import pytest
@@ -200,6 +201,31 @@ def test_a_shard_stream_copy_in_a_worker_says_what_it_cannot_know():
         s.state_dict()
     with pytest.raises(ConfigError, match="batch_size and num_workers were not given"):
         s.state_dict(received=3)
+
+
+def test_a_shard_stream_copy_in_a_worker_takes_back_its_own_state(monkeypatch):
+    # torchdata's StatefulDataLoader with workers asks each worker's copy and restores each the same way.
+    stream = shard_stream()
+    stream.set_epoch(EPOCH)
+    full = [list(stream.worker_samples(w, 2)) for w in range(2)]
+    for w in range(2):
+        info = types.SimpleNamespace(id=w, num_workers=2)
+        monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: info)
+        copy = pickle.loads(pickle.dumps(stream))
+        it = iter(copy)
+        head = [next(it) for _ in range(3)]
+        state = copy.state_dict()
+        assert (state["worker"], state["num_workers"], state["taken"]) == (w, 2, 3)
+        again = pickle.loads(pickle.dumps(stream))
+        again.load_state_dict(json.loads(json.dumps(state)))
+        it = iter(again)
+        assert head + [next(it)] == full[w][:4]
+        assert again.state_dict() == dict(state, taken=4)  # counted from the resumed position on
+        assert head + [full[w][3]] + list(it) == full[w]
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: None)
+    with pytest.raises(StateError, match=re.escape("ShardStream.load_state_dict: the state of worker 1 of 2 was "
+                                                   "loaded in the main process")):
+        shard_stream().load_state_dict(state)
 
 
 def test_a_shard_stream_read_by_a_plain_loader_s_workers_says_what_to_pass():

@@ -5,7 +5,7 @@ import collections
 import torch
 
 from .. import _core
-from .._core import ConfigError
+from .._core import ConfigError, StateError
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
                       _resolve_world, _seed64, _sequence, _unsigned)
 from ._life import _Checkpointed, received_count
@@ -79,7 +79,9 @@ class ShardStream(_Checkpointed):
     world size or worker count. ``state_dict()`` alone is the loaded state before any
     iteration, or the position this process's own iteration reached when it read the whole
     rank's stream (no DataLoader workers); ``load_state_dict(stream.state_dict())`` takes
-    back what it gave.
+    back what it gave. Inside a DataLoader worker (torchdata's ``StatefulDataLoader`` asks
+    each worker's copy) it is that worker's own position, which ``load_state_dict`` takes
+    back in the same worker of as many for one pass.
 
     Epochs reach every worker: ``epoch`` and a loaded state live in a small shared-memory
     cell made at construction, which the workers' copies share (``fork`` and ``spawn``,
@@ -144,7 +146,7 @@ class ShardStream(_Checkpointed):
         # The loader link, the mask's slots and the progress of an iteration stay in this process.
         state = self.__dict__.copy()
         state["_cell"] = state["_cell"].tensors()
-        for name in ("_loop", "_mask_slots", "_iterated"):
+        for name in ("_loop", "_mask_slots", "_iterated", "_worker_resume"):
             state.pop(name, None)
         return state
 
@@ -225,10 +227,24 @@ class ShardStream(_Checkpointed):
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        progress, samples = self._samples(worker, num_workers)
-        self._iterated = (num_workers, progress)
+        resume = self.__dict__.get("_worker_resume")
+        if resume is not None and resume["worker"] == worker and resume["num_workers"] == num_workers:
+            # A worker's own state (torchdata's StatefulDataLoader restores each worker's copy): one pass.
+            self._worker_resume = None
+            base, skip = resume["state"], resume["taken"]
+            core = self._sampler(num_workers)
+            core.resume(base)
+        else:
+            core, skip = self._positioned(num_workers), 0
+            base = self._pending if self._pending is not None else core.state_after_batches(0, 1)
+
+        def fetch(first, count):
+            return [ShardSample(*t) for t in core.samples(worker, skip + first, count)]
+
+        progress = _Progress(core, core.epoch)
+        self._iterated = (num_workers, progress, skip, base, worker)
         self._passes += 1  # shared: the main process sees that a worker's copy iterated
-        return samples
+        return _generate(progress, fetch, core.worker_size(worker) - skip)
 
     def state_dict(self, received=None, batch_size=None, num_workers=None, *, batches=None):
         """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the main
@@ -263,7 +279,13 @@ class ShardStream(_Checkpointed):
             text = self._positioned(1).state_after_batches(0, 1)
         elif iterated[0] == 1:
             progress = iterated[1]
-            text = progress.core.state_after_batches(progress.taken(), 1)
+            text = progress.core.state_after_batches(iterated[2] + progress.taken(), 1)
+        elif torch.utils.data.get_worker_info() is not None:
+            # A DataLoader worker's copy (torchdata's StatefulDataLoader asks each worker): its own
+            # stream's position, which only load_state_dict in the same worker of as many takes back.
+            num, progress, skip, base, worker = iterated
+            return {"format": _STATE_FORMAT, "epoch": _core.parse_state(base)["epoch"], "state": base,
+                    "worker": worker, "num_workers": num, "taken": skip + progress.taken()}
         else:
             raise ConfigError(f"{who}: this copy iterated one DataLoader worker's stream of {iterated[0]}, so what "
                               "the other workers read is unknown here (expected state_dict(received, batch_size, "
@@ -271,9 +293,19 @@ class ShardStream(_Checkpointed):
         return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
 
     def load_state_dict(self, state_dict):
-        """Validates now (``StateError`` with the C++ message); the next iteration resumes."""
+        """Validates now (``StateError`` with the C++ message); the next iteration resumes. A
+        worker's own state (``"worker"`` in it) applies to that worker's copy only."""
         text, epoch = _check_state_dict("ShardStream.load_state_dict", state_dict)
         self._sampler(1).resume(text)
+        if "worker" in state_dict:
+            info = torch.utils.data.get_worker_info()
+            if info is None or (info.id, info.num_workers) != (state_dict["worker"], state_dict["num_workers"]):
+                where = "the main process" if info is None else f"worker {info.id} of {info.num_workers}"
+                raise StateError(f"ShardStream.load_state_dict: the state of worker {state_dict['worker']} of "
+                                 f"{state_dict['num_workers']} was loaded in {where} (expected the same worker of as "
+                                 "many, as torchdata's StatefulDataLoader restores them)")
+            self._worker_resume = dict(state_dict)
+            return
         self._pending = text
         self.epoch = epoch
         self._iterated = None
