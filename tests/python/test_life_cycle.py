@@ -390,3 +390,23 @@ def test_a_stream_dataset_read_by_a_plain_loader_s_workers_says_what_to_use(tmp_
                                                     "workers iterated it, so what the training loop received is "
                                                     "unknown here")):
         ds.state_dict()
+
+
+def test_a_stream_dataset_copy_in_a_worker_takes_back_its_own_part(tmp_path, monkeypatch):
+    # torchdata's StatefulDataLoader with workers asks each worker's copy and restores each the same way.
+    paths = write_shards(tmp_path)
+    ds = stream_dataset(paths, num_replicas=2, rank=1)
+    for w in range(2):
+        info = types.SimpleNamespace(id=w, num_workers=2)
+        monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: info)
+        it = iter(pickle.loads(pickle.dumps(ds)))
+        full = records([next(it) for _ in range(6)])
+        copy = pickle.loads(pickle.dumps(ds))
+        it = iter(copy)
+        assert records([next(it) for _ in range(2)]) == full[:2]
+        part = copy.state_dict()
+        assert part["consumers"] == 4 and list(part["progress"]) == [str(2 + w)]
+        again = pickle.loads(pickle.dumps(ds))
+        again.load_state_dict(json.loads(json.dumps(part)))
+        it = iter(again)
+        assert records([next(it) for _ in range(4)]) == full[2:]

@@ -72,7 +72,9 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
     ``state_dict()`` is this rank's part: what its loop received (through
     ``distsampler.torch.DataLoader``) or what its own iteration yielded (iterated directly).
     ``load_state_dict`` takes back a job state text (``job_state``), every rank's parts (a
-    list), or one part when it is the whole job's (``num_replicas=1``).
+    list), or one part when it is the whole job's (``num_replicas=1``). Inside a DataLoader
+    worker (torchdata's ``StatefulDataLoader`` asks and restores each worker's copy) the part
+    is that worker's consumer's, and ``load_state_dict`` takes it back for that copy's next pass.
     """
 
     __module__ = PUBLIC_MODULE
@@ -145,6 +147,7 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         state["_cell"] = self._cell.tensors()
         state.pop("_loop", None)  # the loader stays in this process
         state.pop("_iterated_here", None)
+        state.pop("_worker_resume", None)
         return state
 
     def __setstate__(self, state):
@@ -162,6 +165,10 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         shared = json.loads(self._cell.text) if self._cell.text else {"base": self._base, "consumers": consumers,
                                                                         "progress": {}}
         consumer = self.rank * workers + worker
+        own = self.__dict__.get("_worker_resume")  # a worker's own part (torchdata restores each worker): one pass
+        if own is not None and own["consumers"] == consumers and str(consumer) in own["progress"]:
+            self._worker_resume = None
+            shared = {"base": own["base"], "consumers": consumers, "progress": own["progress"]}
         progress = shared["progress"].get(str(consumer)) if shared["consumers"] == consumers else None
         if shared["progress"] and shared["consumers"] != consumers:
             raise ConfigError(f"StreamDataset: the loader's num_workers changed between iterations ({consumers} "
@@ -287,6 +294,9 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         """Loads a job state: its text (``job_state``), a list of every rank's ``state_dict()``
         parts, or one part of a job of one rank; for any world size and worker count."""
         who = "StreamDataset.load_state_dict"
+        if isinstance(state, dict) and "progress" in state and torch.utils.data.get_worker_info() is not None:
+            self._worker_resume = state  # in a DataLoader worker: this copy's consumers only, not the shared cell
+            return
         if isinstance(state, dict) and "progress" in state:
             if state.get("world_size") != 1:
                 raise StateError(f"{who}: the part of rank {state.get('rank')} of {state.get('world_size')} is not "
