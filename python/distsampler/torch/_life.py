@@ -25,26 +25,23 @@ from .._core import ConfigError
 from ._common import _STATE_FORMAT, _Progress, _check_state_dict, _generate, _unsigned
 from ._handout import recorded
 
-# The keyword each unit was named by in 0.2's state_dict(...); still accepted.
-_OLD_KEYWORDS = {"samples": "samples", "batches": "batches"}
 _NOUNS = {"samples": "indices", "batches": "micro-batches"}
 # Attributes rebuilt on demand: never pickled.
 _TRANSIENT = ("_base", "_base_key", "_prepared", "_progress", "_loop", "_cache")
 
 
 def received_count(who, unit, received, legacy):
-    """The count a ``state_dict`` call names (``received=`` or the family's 0.2 keyword), None when none."""
+    """``(name, count)`` a ``state_dict`` call names: ``received=``, or the unit's own keyword
+    (``samples=`` / ``batches=``, 0.2's spelling, still accepted); count None when neither."""
     for name in legacy:
-        if name != _OLD_KEYWORDS[unit]:
+        if name != unit:
             raise TypeError(f"{who}() got an unexpected keyword argument '{name}' (expected received=<{unit} the "
-                            f"loop received>, or its 0.2 spelling {_OLD_KEYWORDS[unit]}=)")
-    if legacy:
-        old = legacy[_OLD_KEYWORDS[unit]]
-        if received is not None and old is not None:
-            raise ConfigError(f"{who}: received {received!r} and {_OLD_KEYWORDS[unit]} {old!r} were both given "
-                              "(expected one of them)")
-        if old is not None:
-            return _OLD_KEYWORDS[unit], _unsigned(who, _OLD_KEYWORDS[unit], old)
+                            f"loop received>, or its 0.2 spelling {unit}=)")
+    old = legacy.get(unit)
+    if received is not None and old is not None:
+        raise ConfigError(f"{who}: received {received!r} and {unit} {old!r} were both given (expected one of them)")
+    if old is not None:
+        return unit, _unsigned(who, unit, old)
     if received is None:
         return "received", None
     return "received", _unsigned(who, "received", received)
