@@ -4,9 +4,12 @@
 exactly what load_state_dict takes back. Each expectation comes from a fresh object of the
 same configuration."""
 
+import io
 import json
+import pathlib
 import pickle
 import re
+import tokenize
 import types
 
 import numpy as np
@@ -410,3 +413,16 @@ def test_a_stream_dataset_copy_in_a_worker_takes_back_its_own_part(tmp_path, mon
         again.load_state_dict(json.loads(json.dumps(part)))
         it = iter(again)
         assert records([next(it) for _ in range(4)]) == full[2:]
+
+
+def test_the_loader_names_no_family_in_its_code():
+    import distsampler.torch as package
+
+    families = {"DistributedSampler", "DistributedWeightedRandomSampler", "DistributedBatchSampler",
+                "TokenBatchSampler", "MixtureBatchSampler", "PackedSequenceSampler", "ShardStream", "ShardedDataset",
+                "StreamDataset"}
+    source = (pathlib.Path(package.__file__).parent / "loader.py").read_text()
+    names = {t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.NAME}
+    assert names & families == set()  # messages and docstrings may name them; code asks the object
+    imports = re.findall(r"^from \.(\w+) import", source, re.M)
+    assert imports == ["_common"]

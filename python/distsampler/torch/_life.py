@@ -104,13 +104,9 @@ class _Life(_Checkpointed):
     # -- the C++ core ---------------------------------------------------------------------
     def _cpp(self, epoch):
         """A private C++ core at the start of `epoch` (built once per configuration, then copied)."""
-        key = self._config()
-        if self._base is None or self._base_key != key:
-            self._base = self._build(key)
-            self._base_key = key
-            if not self._plans_epochs or self._base.epoch != epoch:
-                self._base.set_epoch(epoch)
-        elif not self._plans_epochs or self._base.epoch != epoch:
+        if self._base is None or self._base_key != self._config():
+            self._start_core()
+        if not self._plans_epochs or self._base.epoch != epoch:
             self._base.set_epoch(epoch)
         return self._base.copy()
 
