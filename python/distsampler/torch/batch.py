@@ -82,7 +82,7 @@ class DistributedBatchSampler(_StepSampler):
     same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
 
     ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``
-    (``state_dict(batches=...)`` with the micro-batches the loop consumed when
+    (``state_dict(received=...)`` with the micro-batches the loop consumed when
     DataLoader workers draw ahead); the state counts positions of the global order, so it
     resumes on another world size, micro-batch size or accumulation (elastic resume) with
     nothing repeated or skipped. With the same shape the resumed pass is the rest of the

@@ -70,7 +70,7 @@ class PackedSequenceSampler(_StepSampler):
     (or ``global_batch_size``); step s reads sequences [s*G, (s+1)*G) of the epoch's
     sequence order. ``len(sampler)`` is this rank's micro-batch count, equal on every rank.
 
-    ``state_dict(batches=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
+    ``state_dict(received=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
     state counts sequences of the epoch's order, so it resumes on another world size,
     micro-batch size or accumulation with every token read once (the same global batch:
     exactly the uninterrupted run's sequences). A state of another mode, seq_len or lengths

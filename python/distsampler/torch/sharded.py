@@ -125,7 +125,7 @@ class ShardedDataset(torch.utils.data.IterableDataset):
 
     ``len()``: inside a DataLoader worker, that worker's count; elsewhere this rank's count
     when read by ``num_workers`` workers (pass the DataLoader's; 0 counts as 1). Open files
-    are bounded by ``max_open_files`` per worker. ``set_epoch``, ``state_dict(batches,
+    are bounded by ``max_open_files`` per worker. ``set_epoch``, ``state_dict(received,
     batch_size, num_workers)`` (or ``state_dict()`` in the process that iterated it whole) and
     ``load_state_dict`` are those of the ``ShardStream`` (``self.stream``) underneath.
     """

@@ -101,10 +101,10 @@ class TokenBatchSampler(_StepSampler):
     forward pass and join the all-reduce with zero gradients yourself. ``stats`` counts
     them (``empty_micro_batches``); they occur only in windows too small for the world.
 
-    ``state_dict(batches=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
+    ``state_dict(received=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
     state counts samples of the epoch's plan, so it resumes exactly once on another world
-    size or accumulation. ``batches``: record instead that every rank consumed its first
-    ``batches`` micro-batches of the latest iteration (a DataLoader with workers draws
+    size or accumulation. ``received``: record instead that every rank consumed its first
+    ``received`` micro-batches of the latest iteration (a DataLoader with workers draws
     ahead of what it delivered). The resumed pass plans the rest of the interrupted window
     again for its own world, so the micro-batches after the resume point may be cut
     differently from an uninterrupted run's: the same samples, each once, in whole steps.
