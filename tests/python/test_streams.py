@@ -280,7 +280,7 @@ def test_tar_and_npy_shards_are_read_without_an_index(tmp_path):
 def test_npy_shards_shared_by_every_consumer_are_read_by_random_access(tmp_path, monkeypatch):
     import numpy as np
 
-    from distsampler.torch import streams
+    from distsampler.torch import _readers
 
     paths, at = [], 0
     for s, n in enumerate([9, 0, 6]):
@@ -288,8 +288,8 @@ def test_npy_shards_shared_by_every_consumer_are_read_by_random_access(tmp_path,
         paths.append(str(tmp_path / f"s{s}.npy"))
         at += n
     scanned = []
-    real = streams._ShardReader._records
-    monkeypatch.setattr(streams._ShardReader, "_records", lambda self: scanned.append(self.path) or real(self))
+    real = _readers.READERS["npy"].scan
+    monkeypatch.setattr(_readers.READERS["npy"], "scan", staticmethod(lambda path: scanned.append(path) or real(path)))
     got = {}
     for rank in range(3):  # 3 consumers, each its residue of every shard
         ds = StreamDataset(paths, num_replicas=3, rank=rank, micro_batch=1, seed=2, share="all")

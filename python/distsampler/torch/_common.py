@@ -8,7 +8,6 @@ import torch.distributed as dist
 
 from .. import _core
 from .._core import ConfigError, StateError
-from ._handout import prefetching_iterator
 
 # The path every public class names, so pickles name distsampler.torch.X whichever module defines X.
 PUBLIC_MODULE = "distsampler.torch"
@@ -159,7 +158,7 @@ def _resolve_order(who, order, generation):
 class _Progress:
     """How far one iterator got: its C++ sampler, and the end of the chunk it hands out."""
 
-    __slots__ = ("core", "epoch", "end", "it", "finished", "drawn_by")
+    __slots__ = ("core", "epoch", "end", "it", "finished")
 
     def __init__(self, core, epoch):
         self.core = core
@@ -167,7 +166,6 @@ class _Progress:
         self.end = 0
         self.it = None
         self.finished = False
-        self.drawn_by = None  # the prefetching DataLoader iterator that ran it out, if any
 
     def taken(self):
         # A list iterator's length hint is exactly what it has not handed out yet.
@@ -189,7 +187,6 @@ def _generate(progress, fetch, total):
         size = _CHUNK
     progress.it = None
     progress.finished = True
-    progress.drawn_by = prefetching_iterator()
 
 
 def _check_state_dict(who, sd):

@@ -71,3 +71,9 @@ class StreamCell:
         self._head[_EPOCH] = epoch - _U64 if epoch >= _I64 else epoch
         self._head[_LENGTH] = -1 if text is None else len(data)
         self._head[_VERSION] += 1
+
+
+def pass_counter():
+    """A count of the passes started over a stream, in shared memory: a DataLoader worker's copy
+    increments the count the main process reads (whose own copy never iterated)."""
+    return torch.zeros((), dtype=torch.int64).share_memory_()

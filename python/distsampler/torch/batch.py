@@ -4,14 +4,15 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
-                      _positive, _product, _resolve_order, _resolve_world, _seed64, _unsigned)
-from ._handout import detached_state, recorded
+from ._common import (PUBLIC_MODULE, _check_tail, _positive, _product, _resolve_order, _resolve_world, _seed64,
+                      _unsigned)
+from ._life import _Life
 
 
-class _StepSampler(Sampler):
-    """What the batch and mixture samplers share: a C++ sampler of optimizer steps, each of
-    ``accumulation_steps`` micro-batches per rank, its epoch, and its checkpoints."""
+class _StepSampler(_Life, Sampler):
+    """What the samplers of optimizer steps share (batch, token, mixture, packing): the shape of a
+    step (``accumulation_steps`` micro-batches per rank) and the life cycle's hooks for a sampler of
+    micro-batches; the life cycle itself is ``_Life``'s."""
 
     _who = ""
 
@@ -33,117 +34,36 @@ class _StepSampler(Sampler):
                               f"{self.micro_batch_size} x num_replicas {self.num_replicas})")
         self.tail = tail
         self.epoch = 0
-        self._pending = None
-        self._prepared = None
-        self._progress = None
+        self._init_life()
+
+    # The life cycle's hooks for a sampler of micro-batches.
+    _unit = "batches"
+
+    @staticmethod
+    def _total(core):
+        return core.micro_batch_count
+
+    @staticmethod
+    def _state_text(core, done):
+        return core.state_after_micro_batches(done)
+
+    def _check_done(self, who, name, done, core):
+        total = core.micro_batch_count
+        if done > total:
+            raise ConfigError(f"{who}: {name} {done} exceeds the {total} micro-batches of this rank's pass "
+                              f"(expected 0..{total})")
 
     def _start(self):
         """Builds the C++ sampler once the settings are in place (raises its ConfigError)."""
-        self._base_key = self._config()
-        self._base = self._build(self._base_key)
-        self.accumulation_steps = self._base.accumulation_steps
-        self.global_batch_size = self._base.global_batch_size
-
-    def _cpp(self, epoch):
-        """A private C++ sampler at the start of `epoch`."""
-        key = self._config()
-        if self._base is None or self._base_key != key:
-            self._base = self._build(key)
-            self._base_key = key
-        self._base.set_epoch(epoch)
-        return self._base.copy()
-
-    def _guard_sums(self):
-        """(dataset_size, ReadSums words, start) of the pass a copy would read, for ``guard``'s mesh cover check
-        (the C++ family's segment_sums), or None when the family has none."""
-        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
-        sums = getattr(core, "guard_sums", None)
-        return None if sums is None else (*sums(), core.start)
+        base = self._start_core()
+        self.accumulation_steps = base.accumulation_steps
+        self.global_batch_size = base.global_batch_size
 
     @property
     def num_steps(self):
         """Optimizer steps in this epoch (or in what remains of a loaded state's epoch)."""
-        if self._pending is not None:
-            return self._prepared.num_steps
-        return self._cpp(self.epoch).num_steps
+        return self._next_core().num_steps
 
-    def __len__(self):
-        if self._pending is not None:
-            return self._prepared.micro_batch_count
-        return self._cpp(self.epoch).micro_batch_count
-
-    def set_epoch(self, epoch):
-        """Selects the epoch. A loaded state of another epoch is discarded."""
-        e = _unsigned(self._who, "epoch", epoch)
-        if self._pending is not None and e != self.epoch:
-            self._pending = self._prepared = None
-        self.epoch = e
-
-    def __iter__(self):
-        if self._pending is not None:
-            return self._resume_pass()
-        return self._pass(self._cpp(self.epoch))
-
-    def _pass(self, core):
-        progress = _Progress(core, core.epoch)
-        self._progress = progress
-        return _generate(progress, self._fetcher(core), core.micro_batch_count)
-
-    def _resume_pass(self):
-        # A generator, for the reason given in DistributedSampler._resume_pass.
-        core = self._prepared if self._pending is not None else self._cpp(self.epoch)
-        self._pending = self._prepared = None
-        yield from self._pass(core)
-
-    def state_dict(self, batches=None):
-        """``{"format": 1, "epoch": e, "state": text}`` after the first ``batches``
-        micro-batches of the latest iteration on every rank (what the loop received).
-        Without ``batches``, as ``DistributedSampler.state_dict`` without ``samples``: mid-epoch
-        it raises ``ConfigError`` unless a loader that knows what the loop received asks."""
-        if self._pending is not None and batches is None:
-            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
-        p = self._progress
-        if self._pending is not None:
-            core = self._prepared
-        elif p is not None and p.epoch == self.epoch:
-            core = p.core
-        else:
-            core = self._cpp(self.epoch)
-        total = core.micro_batch_count
-        if batches is None:
-            current = p if p is not None and core is p.core else None
-            taken = recorded(self, current, f"{self._who}.state_dict", "batches", "micro-batches")
-        else:
-            who = f"{self._who}.state_dict"
-            taken = _unsigned(who, "batches", batches)
-            if taken > total:
-                raise ConfigError(f"{who}: batches {taken} exceeds the {total} micro-batches of "
-                                  f"this rank's pass (expected 0..{total})")
-        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state_after_micro_batches(taken)}
-
-    def load_state_dict(self, state_dict):
-        """Validates now (``StateError`` with the C++ message) and resumes at the next ``__iter__``."""
-        text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
-        core = self._cpp(epoch)
-        core.resume(text)
-        self._prepared = core
-        self._pending = text
-        self.epoch = epoch
-        self._progress = None
-
-    def __getstate__(self):
-        state = detached_state(self.__dict__.copy())
-        state["_base"] = state["_prepared"] = state["_progress"] = None
-        if state["_pending"] is not None:
-            state["_pending"] = None
-            state["_pickled_pending"] = self._pending
-        return state
-
-    def __setstate__(self, state):
-        pending = state.pop("_pickled_pending", None)
-        self.__dict__.update(state)
-        if pending is not None:
-            self.load_state_dict({"epoch": self.epoch, "state": pending})
 
 class DistributedBatchSampler(_StepSampler):
     """This rank's micro-batches of each optimizer step, for a DataLoader's ``batch_sampler``.
@@ -162,7 +82,7 @@ class DistributedBatchSampler(_StepSampler):
     same steps: give the DataLoader a ``collate_fn`` that accepts an empty list).
 
     ``state_dict()`` / ``load_state_dict()`` as ``DistributedSampler``
-    (``state_dict(batches=...)`` with the micro-batches the loop consumed when
+    (``state_dict(received=...)`` with the micro-batches the loop consumed when
     DataLoader workers draw ahead); the state counts positions of the global order, so it
     resumes on another world size, micro-batch size or accumulation (elastic resume) with
     nothing repeated or skipped. With the same shape the resumed pass is the rest of the

@@ -16,25 +16,16 @@ import torch.utils.data
 
 from .._core import ConfigError, StateError
 from ._common import PUBLIC_MODULE
-from ._handout import attach
-from .batch import DistributedBatchSampler
-from .mixture import MixtureBatchSampler
-from .packing import PackedSequenceSampler
-from .sampler import DistributedSampler
-from .shards import ShardStream
-from .streams import StreamDataset
-from .tokens import TokenBatchSampler
-from .weighted import DistributedWeightedRandomSampler
 
 __all__ = ["DataLoader", "MaskedBatch"]
 
 _FORMAT = 1
-_PER_SAMPLE = (DistributedSampler, DistributedWeightedRandomSampler)
-_BATCH = (DistributedBatchSampler, TokenBatchSampler, MixtureBatchSampler, PackedSequenceSampler)
 _EXPECTED = ("a DistributedSampler or DistributedWeightedRandomSampler as sampler=, a DistributedBatchSampler, "
              "TokenBatchSampler, MixtureBatchSampler or PackedSequenceSampler as batch_sampler=, or an "
              "IterableDataset holding one "
              "ShardStream")
+# What the loader asks a source to count, by how the DataLoader was given it.
+_UNITS = {"sampler": ("samples",), "batch_sampler": ("batches",), "dataset": ("stream", "passes")}
 
 MaskedBatch = collections.namedtuple("MaskedBatch", ["data", "is_padding"])
 MaskedBatch.__module__ = PUBLIC_MODULE
@@ -42,8 +33,18 @@ MaskedBatch.__doc__ = ("A batch with its padding mask (``padding_mask=True``): `
                        "j is a padding duplicate (a bool tensor; a 0-d one with batch_size=None).")
 
 
-def _stream_of(dataset):
-    streams = [v for v in vars(dataset).values() if isinstance(v, ShardStream)] if hasattr(dataset, "__dict__") else []
+def _unit_of(source):
+    """The source's checkpoint unit (``_checkpoint_unit()``), None when it has no checkpoint protocol."""
+    unit = getattr(source, "_checkpoint_unit", None)
+    return unit() if callable(unit) else None
+
+
+def _source_of(dataset):
+    """The object an IterableDataset checkpoints by: itself when it answers the protocol, else its one attribute
+    of a shard stream."""
+    if _unit_of(dataset) is not None:
+        return dataset
+    streams = [v for v in vars(dataset).values() if _unit_of(v) == "stream"] if hasattr(dataset, "__dict__") else []
     if len(streams) != 1:
         found = "no ShardStream attribute" if not streams else f"{len(streams)} ShardStream attributes"
         raise ConfigError(f"DataLoader: the IterableDataset {type(dataset).__name__} holds {found} "
@@ -84,42 +85,28 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __init__(self, dataset, *args, padding_mask=False, **kwargs):
         super().__init__(dataset, *args, **kwargs)
-        if isinstance(dataset, StreamDataset):
-            self._source, self._kind = dataset, "passes"
-            if self.batch_size is not None:
-                raise ConfigError(f"DataLoader: batch_size={self.batch_size} with a StreamDataset batches its "
-                                  "micro-batches again (expected batch_size=None: each item is one micro-batch of "
-                                  "micro_batch samples)")
-        elif isinstance(dataset, torch.utils.data.IterableDataset):
-            self._source, self._kind = _stream_of(dataset), "stream"
-            if self.drop_last:
-                raise ConfigError("DataLoader: drop_last=True with a ShardStream dataset drops each worker's last "
-                                  "partial batch (expected drop_last=False; the stream's tail option decides the "
-                                  "epoch's end)")
+        if isinstance(dataset, torch.utils.data.IterableDataset):
+            arg, self._source = "dataset", _source_of(dataset)
         elif self.batch_size is None and self.batch_sampler is not None:
-            self._source, self._kind = self.batch_sampler, "batch"
+            arg, self._source = "batch_sampler", self.batch_sampler
         else:
-            self._source, self._kind = self.sampler, "sample"
-        allowed = {"stream": (ShardStream,), "passes": (StreamDataset,), "batch": _BATCH,
-                   "sample": _PER_SAMPLE}[self._kind]
-        if not isinstance(self._source, allowed):
-            arg = "batch_sampler" if self._kind == "batch" else "sampler"
+            arg, self._source = "sampler", self.sampler
+        self._kind = _unit_of(self._source)
+        if self._kind not in _UNITS[arg]:
             raise ConfigError(f"DataLoader: {arg}={type(self._source).__name__} is not a sampler this loader can "
                               f"checkpoint (expected {_EXPECTED}; use torch.utils.data.DataLoader for other samplers)")
-        if padding_mask and isinstance(self._source, DistributedWeightedRandomSampler):
-            raise ConfigError("DataLoader: padding_mask=True is not available for DistributedWeightedRandomSampler "
-                              "(its draws carry no padding flag; expected padding_mask=False)")
+        self._source._loader_check(self)
+        if padding_mask and not self._source._has_padding():
+            raise ConfigError(f"DataLoader: padding_mask=True is not available for {type(self._source).__name__} "
+                              "(its items carry no padding flag; expected padding_mask=False)")
         self._padding_mask = bool(padding_mask)
         self._step = 1 if self.batch_size is None else self.batch_size
-        if self._kind not in ("stream", "passes"):
-            attach(self._source, self)
+        self._source._attach(self)
         self._pass = 0  # identifies the latest iteration; older iterators stop counting
         self._pass_epoch = None  # epoch of the latest iteration, None when there is none
         self._received = 0
         self._finished = False
         self._warned = False
-        self._stream_version = None  # the stream cell's version its latest pass read
-        self._slots = None  # per-pass data for the padding mask
 
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self):
@@ -128,12 +115,9 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _begin_pass(self):
         source = self._source
-        if self._kind == "passes":
-            source._begin(self.num_workers)
-        if self._kind == "stream" and source._pending is not None and source._cell.version == self._stream_version:
-            source._pending = None  # a loaded state applies to one pass; then the whole epoch again
+        resumes = source._loader_begin(self)  # True: this pass reads a loaded state
         if (self._finished and not self._warned and source.epoch == self._pass_epoch and source.shuffle
-                and (self._kind == "stream" or source._pending is None)):
+                and not resumes):
             self._warned = True
             warnings.warn(f"DataLoader: epoch {source.epoch} starts again without a new set_epoch, so this pass "
                           "repeats the last one's order; call loader.set_epoch(epoch) (or the sampler's) before each "
@@ -142,10 +126,7 @@ class DataLoader(torch.utils.data.DataLoader):
         self._pass_epoch = source.epoch
         self._received = 0
         self._finished = False
-        self._slots = None
-        if self._kind == "stream":
-            self._stream_version = source._cell.version
-        self._length = len(source) if self._kind == "sample" else None
+        self._length = len(source) if self._kind == "samples" else None
 
     def _returned(self, pass_id):
         if pass_id == self._pass:
@@ -164,10 +145,10 @@ class DataLoader(torch.utils.data.DataLoader):
         return self._pass_epoch is not None and self._pass_epoch == self._source.epoch
 
     def _received_units(self):
-        """Samples (per-sample samplers) or batches the loop received in the latest iteration."""
+        """Samples (a ``sampler=``) or batches the loop received in the latest iteration."""
         if not self._current():
             return 0
-        if self._kind == "sample":
+        if self._kind == "samples":
             return self._length if self._finished else min(self._received * self._step, self._length)
         return self._received
 
@@ -180,15 +161,8 @@ class DataLoader(torch.utils.data.DataLoader):
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self):
         """The position after what this loader returned (see the class); the same on every rank."""
-        source, done = self._source, self._received_units()
-        if self._kind == "sample":
-            inner = source.state_dict(samples=done)
-        elif self._kind == "batch":
-            inner = source.state_dict(batches=done)
-        elif self._kind == "passes":
-            inner = source.state_dict()
-        else:
-            inner = source.state_dict(done, self._step, self.num_workers)
+        source = self._source
+        inner = source.state_dict(received=self._received_units())
         return {"format": _FORMAT, "sampler": type(source).__name__, "epoch": inner["epoch"],
                 "batches": self._received if self._current() else 0, "state": inner}
 
@@ -211,46 +185,19 @@ class DataLoader(torch.utils.data.DataLoader):
             raise StateError(f"{who}: the state is of a {state_dict['sampler']} but this loader reads a {name} "
                              f"(expected a state saved by a DataLoader over a {name})")
         self._source.load_state_dict(state_dict["state"])
+        self._source._loader_loaded(self)
         self._pass += 1  # an iteration in progress no longer counts
         self._pass_epoch = None
         self._received = 0
         self._finished = False
-        self._stream_version = None
 
     # -- the padding mask -----------------------------------------------------------------
     def _mask(self, j):
-        """The padding flags of batch j of the latest iteration."""
-        source = self._source
-        if self._kind == "sample":
-            core = source._progress.core
-            first = j * self._step
-            flags = [core.is_padding(i) for i in range(first, min(first + self._step, core.size))]
-        elif self._kind == "batch":
-            core = source._progress.core
-            if isinstance(source, TokenBatchSampler):
-                flags = [False] * len(source._fetcher(core)(j, 1)[0])
-            else:
-                step, k = core.micro_batch_id(j)
-                size = len(source._fetcher(core)(j, 1)[0])
-                flags = [core.is_padding(step, k, e) for e in range(size)]
-        else:
-            flags = self._stream_flags(j)
-        if self._kind == "sample" and self.batch_size is None:
+        """The padding flags of batch j of the latest iteration (the source answers)."""
+        flags = self._source._padding_flags(j, self._step)
+        if self._kind == "samples" and self.batch_size is None:
             return torch.tensor(flags[0])
         return torch.tensor(flags, dtype=torch.bool)
-
-    def _stream_flags(self, j):
-        # Batch j comes from the workers in turn, skipping the exhausted ones
-        # (detail::round_robin_done): turn t gives one batch of each worker that has more than t.
-        if self._slots is None:
-            workers = max(1, self.num_workers)
-            core = self._source._positioned(workers)
-            counts = [-(-core.worker_size(w) // self._step) for w in range(workers)]
-            order = [(w, t) for t in range(max(counts, default=0)) for w in range(workers) if counts[w] > t]
-            self._slots = (core, order)
-        core, order = self._slots
-        worker, t = order[j]
-        return [sample[3] for sample in core.samples(worker, t * self._step, self._step)]
 
 
 class _LoopIterator:
@@ -274,8 +221,7 @@ class _LoopIterator:
         except StopIteration:
             loader._ended(self._pass_id)
             raise
-        if loader._kind == "passes":
-            batch = loader._source._received_batch(batch, self._pass_id == loader._pass)
+        batch = loader._source._received_batch(batch, self._pass_id == loader._pass)
         if loader._padding_mask and self._pass_id == loader._pass:
             batch = MaskedBatch(batch, loader._mask(loader._received))
         loader._returned(self._pass_id)

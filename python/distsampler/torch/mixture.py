@@ -38,9 +38,9 @@ class MixtureBatchSampler(_StepSampler):
     changes as ``[(step, weights), ...]`` (steps strictly increasing from 1).
     ``replacement=True`` draws each source's samples uniformly with replacement.
 
-    ``state_dict(batches=None)`` records the position reached (of the global
+    ``state_dict(received=None)`` records the position reached (of the global
     stream, so it loads on another world size or accumulation with the same global batch);
-    ``batches`` is the number of micro-batches every rank consumed in the latest
+    ``received`` is the number of micro-batches every rank consumed in the latest
     iteration (a DataLoader with workers draws ahead; pass what the training loop got).
     ``load_state_dict`` takes effect at the next ``__iter__``. Raises ``ConfigError`` /
     ``StateError`` (``ValueError``) with the C++ library's message.

@@ -70,7 +70,7 @@ class PackedSequenceSampler(_StepSampler):
     (or ``global_batch_size``); step s reads sequences [s*G, (s+1)*G) of the epoch's
     sequence order. ``len(sampler)`` is this rank's micro-batch count, equal on every rank.
 
-    ``state_dict(batches=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
+    ``state_dict(received=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
     state counts sequences of the epoch's order, so it resumes on another world size,
     micro-batch size or accumulation with every token read once (the same global batch:
     exactly the uninterrupted run's sequences). A state of another mode, seq_len or lengths
@@ -118,51 +118,39 @@ class PackedSequenceSampler(_StepSampler):
     def _fetcher(self, core):
         return core.micro_batches
 
-    def _cpp(self, epoch):
-        """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied:
-        a best-fit plan counts every window's sequences)."""
-        key = self._config()
-        if self._base is None or self._base_key != key:
-            self._base = self._build(key)
-            self._base_key = key
-        if self._base.epoch != epoch:
-            self._base.set_epoch(epoch)
-        return self._base.copy()
-
-    def _current(self):
-        return self._prepared if self._pending is not None else self._cpp(self.epoch)
+    _plans_epochs = True  # an epoch is planned once (a best-fit plan counts every window's sequences), then copied
 
     @property
     def stats(self):
         """The epoch's totals (the same dict on every rank): documents, tokens, sequences,
         steps, read_sequences, read_tokens, dropped_tokens, padded_tokens, empty_sequences,
         skipped_documents, split_documents, padding_efficiency."""
-        return self._current().stats
+        return self._next_core().stats
 
     @property
     def num_sequences(self):
         """Sequences in the epoch's order (every rank's, the dropped tail included)."""
-        return self._current().num_sequences
+        return self._next_core().num_sequences
 
     @property
     def plan_bytes(self):
         """Bytes the epoch plan keeps: at most 16 x (plan_limit + 1), whatever the lengths' count."""
-        return self._current().plan_bytes
+        return self._next_core().plan_bytes
 
     @property
     def plan_stride(self):
         """Windows per record of the epoch plan: 1 up to plan_limit windows."""
-        return self._current().plan_stride
+        return self._next_core().plan_stride
 
     @property
     def layout_hash(self):
         """The 64-bit key of the lengths, seq_len, mode and window options that states must match."""
-        return self._base.layout_hash
+        return (self._base if self._base is not None else self._start_core()).layout_hash
 
     def micro_batch(self, step, k=0):
         """This rank's micro-batch ``k`` of ``step`` in the current epoch (random access;
         ``IndexError`` outside the epoch)."""
-        return self._current().micro_batch(_unsigned(self._who, "step", step), _unsigned(self._who, "k", k))
+        return self._next_core().micro_batch(_unsigned(self._who, "step", step), _unsigned(self._who, "k", k))
 
 
 class PackedSequenceDataset(torch.utils.data.Dataset):

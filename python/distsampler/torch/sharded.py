@@ -11,22 +11,21 @@ count on every rank and worker, padding flagged, resumable on any world.
 """
 
 import collections
-import json
 import operator
 import os
 from collections.abc import Iterable
 
-import numpy as np
 import torch
 
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _check_tail, _resolve_world
+from ._readers import READERS
 from .shards import ShardStream
 
 __all__ = ["ShardedDataset", "ShardedItem"]
 
-_FORMATS = ("jsonl", "tar", "megatron", "npy")
+_FORMATS = ("jsonl", "tar", "megatron", "npy")  # the formats of _readers.READERS the C++ index reads
 
 ShardedItem = collections.namedtuple("ShardedItem", ["record", "is_padding"], module=PUBLIC_MODULE)
 ShardedItem.__doc__ = ("A record and whether its slot is tail padding (a repeat of a record read elsewhere this "
@@ -126,9 +125,9 @@ class ShardedDataset(torch.utils.data.IterableDataset):
 
     ``len()``: inside a DataLoader worker, that worker's count; elsewhere this rank's count
     when read by ``num_workers`` workers (pass the DataLoader's; 0 counts as 1). Open files
-    are bounded by ``max_open_files`` per worker. ``set_epoch``, ``state_dict(batches,
-    batch_size, num_workers)`` and ``load_state_dict`` are those of the ``ShardStream``
-    (``self.stream``) underneath.
+    are bounded by ``max_open_files`` per worker. ``set_epoch``, ``state_dict(received,
+    batch_size, num_workers)`` (or ``state_dict()`` in the process that iterated it whole) and
+    ``load_state_dict`` are those of the ``ShardStream`` (``self.stream``) underneath.
     """
 
     __module__ = PUBLIC_MODULE
@@ -223,9 +222,11 @@ class ShardedDataset(torch.utils.data.IterableDataset):
             return len(self.stream)
         return sum(s.samples for s in self.stream.rank_shard_schedule(self.num_workers))
 
-    def state_dict(self, batches, batch_size, num_workers):
-        """The ``ShardStream`` state once every rank's DataLoader yielded ``batches`` batches."""
-        return self.stream.state_dict(batches, batch_size, num_workers)
+    def state_dict(self, received=None, batch_size=None, num_workers=None, *, batches=None):
+        """The ``ShardStream`` state (``ShardStream.state_dict``: once every rank's DataLoader yielded
+        ``received`` batches; without arguments the loaded state, or where this process's own
+        iteration got); ``load_state_dict`` takes it back."""
+        return self.stream.state_dict(received, batch_size, num_workers, batches=batches)
 
     def load_state_dict(self, state_dict):
         """Resumes the next iteration where the state says (validated now)."""
@@ -245,42 +246,10 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         if self._files is None:
             self._files = _OpenFiles(self.max_open_files)
         x = self.indexes[shard]
-        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
-        fmt = x["format"]
-        if fmt == "megatron":
-            if size == 0:
-                return np.empty(0, dtype=np.int32 if x["dtype"] == "uint16" else np.dtype(x["dtype"]))
-            data = self._files.get(shard, lambda: np.memmap(x["data_path"], dtype=np.uint8, mode="r"))
-            tokens = data[start:start + size].view(np.dtype(x["dtype"]))
-            # torch before 2.3 has no uint16 tensors: a DataLoader could not convert the tokens.
-            return tokens.astype(np.int32) if tokens.dtype == np.uint16 else np.array(tokens)
-        if fmt == "npy":
-            rows = self._files.get(shard, lambda: _npy_map(x))
-            return np.array(rows[offset])
-        f = self._files.get(shard, lambda: open(x["data_path"], "rb"))
-        if fmt == "jsonl":
-            f.seek(start)
-            line = f.read(size)
-            try:
-                return json.loads(line)
-            except ValueError as e:
-                raise ConfigError(f"ShardedDataset: shard {x['path']} record {offset} (bytes {start}..{start + size}) "
-                                  f"is not JSON: {e}") from None
-        sample = {"__key__": x["keys"][offset]}
-        for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
-            f.seek(member_at)
-            sample[suffix] = f.read(member_size)
-        return sample
+        return READERS[x["format"]].indexed(x, offset, self._files)
 
     def close(self):
         """Closes the open shard files of this process (they reopen on the next read)."""
         if self._files is not None:
             self._files.close()
 
-
-def _npy_map(x):
-    rows = x["records"]
-    if rows == 0:
-        return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
-    return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
-                     shape=(rows, *x["row_shape"]))

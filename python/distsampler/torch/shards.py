@@ -5,9 +5,11 @@ import collections
 import torch
 
 from .. import _core
+from .._core import ConfigError, StateError
 from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
                       _resolve_world, _seed64, _sequence, _unsigned)
-from ._stream_cell import StreamCell
+from ._life import _Checkpointed, received_count
+from ._stream_cell import StreamCell, pass_counter
 
 ShardSample = collections.namedtuple("ShardSample", ["shard", "offset", "index", "is_padding"],
                                      module=PUBLIC_MODULE)
@@ -19,6 +21,8 @@ ScheduledShard.__doc__ = ("One shard of a shard schedule: shard number, first an
 
 
 _DEFAULT_STATE_CAPACITY = 1 << 20
+
+
 _PRESETS = ("mixed", "sequential")
 
 
@@ -45,7 +49,7 @@ def _locality(who, preset, options):
     return out
 
 
-class ShardStream:
+class ShardStream(_Checkpointed):
     """The samples one (rank, DataLoader worker) reads from a dataset stored as shards.
 
     The Python face of the C++ ``distsampler::StreamingShardSampler``: the same order, and
@@ -66,12 +70,18 @@ class ShardStream:
     ``max_open_shards``, ``run_length``, ``shuffle_window`` and ``rotate_shards`` (the C++
     ``ShardSamplerOptions``) override the preset's values; all must be the same on every rank.
 
-    Checkpointing from the main process: ``state_dict(batches, batch_size, num_workers)``
+    Checkpointing from the main process: ``state_dict(received, batch_size, num_workers)``
     after the DataLoader (``batch_size`` per worker batch, ``num_workers`` workers) yielded
-    ``batches`` batches on every rank; ``load_state_dict`` before the next epoch's
-    iteration (the DataLoader pickles the dataset to its workers, pending state included),
-    and every stream continues with exactly the unread samples, on any world size or
-    worker count.
+    ``received`` batches on every rank (0.2's ``batches=`` still works; through
+    ``distsampler.torch.DataLoader`` the loader says all three); ``load_state_dict`` before
+    the next epoch's iteration (the DataLoader pickles the dataset to its workers, pending
+    state included), and every stream continues with exactly the unread samples, on any
+    world size or worker count. ``state_dict()`` alone is the loaded state before any
+    iteration, or the position this process's own iteration reached when it read the whole
+    rank's stream (no DataLoader workers); ``load_state_dict(stream.state_dict())`` takes
+    back what it gave. Inside a DataLoader worker (torchdata's ``StatefulDataLoader`` asks
+    each worker's copy) it is that worker's own position, which ``load_state_dict`` takes
+    back in the same worker of as many for one pass.
 
     Epochs reach every worker: ``epoch`` and a loaded state live in a small shared-memory
     cell made at construction, which the workers' copies share (``fork`` and ``spawn``,
@@ -109,6 +119,7 @@ class ShardStream:
         self.seed = seed
         self.tail = tail
         self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
+        self._passes = pass_counter()
         self._sampler(1)
 
     @property
@@ -132,8 +143,11 @@ class ShardStream:
 
     def __getstate__(self):
         # The cell as its tensors: a worker's copy shares them (torch passes shared tensors by handle).
+        # The loader link, the mask's slots and the progress of an iteration stay in this process.
         state = self.__dict__.copy()
         state["_cell"] = state["_cell"].tensors()
+        for name in ("_loop", "_mask_slots", "_iterated", "_worker_resume"):
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state):
@@ -146,6 +160,8 @@ class ShardStream:
             state["_cell"] = cell
         else:
             state["_cell"] = StreamCell.from_tensors(*state["_cell"], "ShardStream")
+        if "_passes" not in state:  # pickles of 0.1 and 0.2
+            state["_passes"] = pass_counter()
         self.__dict__.update(state)
 
     def _sampler(self, num_workers, rank=None):
@@ -166,19 +182,25 @@ class ShardStream:
     def set_epoch(self, epoch):
         """Selects the epoch; a loaded state of another epoch is discarded."""
         e = _unsigned("ShardStream", "epoch", epoch)
-        if self._pending is not None and e != self.epoch:
+        if e != self.epoch:  # nothing of the new epoch was read yet
             self._pending = None
+            self._iterated = None
+            self._passes_seen = int(self._passes)
         self.epoch = e
 
     def worker_samples(self, worker, num_workers):
         """The stream of one worker slot of this rank as a generator of ``ShardSample``."""
+        return self._samples(worker, num_workers)[1]
+
+    def _samples(self, worker, num_workers):
         core = self._positioned(num_workers)
         size = core.worker_size(worker)
 
         def fetch(first, count):
             return [ShardSample(*t) for t in core.samples(worker, first, count)]
 
-        return _generate(_Progress(core, core.epoch), fetch, size)
+        progress = _Progress(core, core.epoch)
+        return progress, _generate(progress, fetch, size)
 
     def shard_schedule(self, worker, num_workers):
         """The shards one worker slot of this rank reads this epoch (or in the rest of a loaded
@@ -205,20 +227,119 @@ class ShardStream:
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        return self.worker_samples(worker, num_workers)
+        resume = self.__dict__.get("_worker_resume")
+        if resume is not None and resume["worker"] == worker and resume["num_workers"] == num_workers:
+            # A worker's own state (torchdata's StatefulDataLoader restores each worker's copy): one pass.
+            self._worker_resume = None
+            base, skip = resume["state"], resume["taken"]
+            core = self._sampler(num_workers)
+            core.resume(base)
+        else:
+            core, skip = self._positioned(num_workers), 0
+            base = self._pending if self._pending is not None else core.state_after_batches(0, 1)
 
-    def state_dict(self, batches, batch_size, num_workers):
-        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the
-        main process, each batching its stream by ``batch_size``) yielded ``batches``
-        batches (or all it had)."""
-        core = self._positioned(max(1, _unsigned("ShardStream", "num_workers", num_workers)))
-        text = core.state_after_batches(_unsigned("ShardStream", "batches", batches),
-                                        _unsigned("ShardStream", "batch_size", batch_size))
+        def fetch(first, count):
+            return [ShardSample(*t) for t in core.samples(worker, skip + first, count)]
+
+        progress = _Progress(core, core.epoch)
+        self._iterated = (num_workers, progress, skip, base, worker)
+        self._passes += 1  # shared: the main process sees that a worker's copy iterated
+        return _generate(progress, fetch, core.worker_size(worker) - skip)
+
+    def state_dict(self, received=None, batch_size=None, num_workers=None, *, batches=None):
+        """The state once every rank's DataLoader (``num_workers`` workers, 0 meaning the main
+        process, each batching its stream by ``batch_size``) yielded ``received`` batches (or
+        all it had); the attached ``distsampler.torch.DataLoader`` supplies what is not given.
+        Without any: see the class (``ConfigError`` when this process cannot know)."""
+        who = "ShardStream.state_dict"
+        _, done = received_count(who, "batches", received, {} if batches is None else {"batches": batches})
+        loader = self._attached()
+        if done is None and loader is not None:
+            done = loader._received_by(self) or 0
+        if done is not None:
+            if loader is not None:
+                batch_size = loader._step if batch_size is None else batch_size
+                num_workers = loader.num_workers if num_workers is None else num_workers
+            if batch_size is None or num_workers is None:
+                raise ConfigError(f"{who}: received {done} batches but batch_size and num_workers were not given "
+                                  "(expected the DataLoader's batch_size= and num_workers=, or iterate through "
+                                  "distsampler.torch.DataLoader, which says them)")
+            core = self._positioned(max(1, _unsigned(who, "num_workers", num_workers)))
+            text = core.state_after_batches(done, _unsigned(who, "batch_size", batch_size))
+            return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
+        iterated = self.__dict__.get("_iterated")
+        if iterated is None and int(self._passes) != self.__dict__.get("_passes_seen", 0):
+            raise ConfigError(f"{who}: copies of this stream in DataLoader workers iterated it, so what the training "
+                              "loop received is unknown here (expected state_dict(received, batch_size, num_workers) "
+                              "with what the loop received, or iterate through distsampler.torch.DataLoader and "
+                              "checkpoint with its state_dict())")
+        if iterated is None:
+            if self._pending is not None:
+                return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
+            text = self._positioned(1).state_after_batches(0, 1)
+        elif iterated[0] == 1:
+            progress = iterated[1]
+            text = progress.core.state_after_batches(iterated[2] + progress.taken(), 1)
+        elif torch.utils.data.get_worker_info() is not None:
+            # A DataLoader worker's copy (torchdata's StatefulDataLoader asks each worker): its own
+            # stream's position, which only load_state_dict in the same worker of as many takes back.
+            num, progress, skip, base, worker = iterated
+            return {"format": _STATE_FORMAT, "epoch": _core.parse_state(base)["epoch"], "state": base,
+                    "worker": worker, "num_workers": num, "taken": skip + progress.taken()}
+        else:
+            raise ConfigError(f"{who}: this copy iterated one DataLoader worker's stream of {iterated[0]}, so what "
+                              "the other workers read is unknown here (expected state_dict(received, batch_size, "
+                              "num_workers) in the main process, or distsampler.torch.DataLoader.state_dict())")
         return {"format": _STATE_FORMAT, "epoch": _core.parse_state(text)["epoch"], "state": text}
 
     def load_state_dict(self, state_dict):
-        """Validates now (``StateError`` with the C++ message); the next iteration resumes."""
+        """Validates now (``StateError`` with the C++ message); the next iteration resumes. A
+        worker's own state (``"worker"`` in it) applies to that worker's copy only."""
         text, epoch = _check_state_dict("ShardStream.load_state_dict", state_dict)
         self._sampler(1).resume(text)
+        if "worker" in state_dict:
+            info = torch.utils.data.get_worker_info()
+            if info is None or (info.id, info.num_workers) != (state_dict["worker"], state_dict["num_workers"]):
+                where = "the main process" if info is None else f"worker {info.id} of {info.num_workers}"
+                raise StateError(f"ShardStream.load_state_dict: the state of worker {state_dict['worker']} of "
+                                 f"{state_dict['num_workers']} was loaded in {where} (expected the same worker of as "
+                                 "many, as torchdata's StatefulDataLoader restores them)")
+            self._worker_resume = dict(state_dict)
+            return
         self._pending = text
         self.epoch = epoch
+        self._iterated = None
+        self._passes_seen = int(self._passes)
+
+    # -- what distsampler.torch.DataLoader asks -------------------------------------------
+    _unit = "stream"
+
+    def _loader_check(self, loader):
+        if loader.drop_last:
+            raise ConfigError("DataLoader: drop_last=True with a ShardStream dataset drops each worker's last "
+                              "partial batch (expected drop_last=False; the stream's tail option decides the "
+                              "epoch's end)")
+
+    def _loader_begin(self, loader):
+        # A loaded state applies to one pass of the loader; then the whole epoch again.
+        if self._pending is not None and self._cell.version == self.__dict__.get("_loader_version"):
+            self._pending = None
+        self._loader_version = self._cell.version
+        self._mask_slots = None
+        return False
+
+    def _loader_loaded(self, loader):
+        self._loader_version = None
+
+    def _padding_flags(self, j, batch_size):
+        # Batch j comes from the workers in turn, skipping the exhausted ones
+        # (detail::round_robin_done): turn t gives one batch of each worker that has more than t.
+        if self.__dict__.get("_mask_slots") is None:
+            workers = max(1, self._attached().num_workers)
+            core = self._positioned(workers)
+            counts = [-(-core.worker_size(w) // batch_size) for w in range(workers)]
+            order = [(w, t) for t in range(max(counts, default=0)) for w in range(workers) if counts[w] > t]
+            self._mask_slots = (core, order)
+        core, order = self._mask_slots
+        worker, t = order[j]
+        return [sample[3] for sample in core.samples(worker, t * batch_size, batch_size)]

@@ -18,20 +18,20 @@ import copy
 import hashlib
 import json
 import os
-import tarfile
 
-import numpy as np
 import torch
 import torch.utils.data
 
 from .. import _core
 from .._core import ConfigError, StateError
 from ._common import PUBLIC_MODULE, _resolve_world
-from ._stream_cell import StreamCell
+from ._life import _Checkpointed
+from ._readers import SequentialReader, format_of
+from ._stream_cell import StreamCell, pass_counter
 
 __all__ = ["StreamDataset", "StreamPacker", "StreamItem", "StreamBatch"]
 
-_FORMATS = ("jsonl", "tar", "npy")
+_FORMATS = ("jsonl", "tar", "npy")  # the formats of _readers.READERS that read without an index
 _FORMAT = 1
 
 StreamItem = collections.namedtuple("StreamItem", ["record", "pass_", "shard", "index"], module=PUBLIC_MODULE)
@@ -39,71 +39,6 @@ StreamItem.__doc__ = "A kept record, the pass it was read in, its shard and its 
 StreamBatch = collections.namedtuple("StreamBatch", ["data", "consumer", "progress"], module=PUBLIC_MODULE)
 StreamBatch.__doc__ = ("One micro-batch as a worker yields it: the data, the consumer (rank x num_workers + worker) "
                        "and its progress after it; distsampler.torch.DataLoader keeps the progress and passes on data.")
-
-
-def _format_of(who, path, fmt):
-    if fmt is not None:
-        if fmt not in _FORMATS:
-            raise ConfigError(f"{who}: format {fmt!r} is unknown (expected one of {', '.join(_FORMATS)} or None)")
-        return fmt
-    ext = os.path.splitext(path)[1].lower()
-    found = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tar": "tar", ".npy": "npy"}.get(ext)
-    if found is None:
-        raise ConfigError(f"{who}: the format of {path!r} is not known from its extension {ext!r} (expected .jsonl, "
-                          ".ndjson, .tar or .npy, or format=)")
-    return found
-
-
-class _ShardReader:
-    """Reads of one shard: ``.npy`` by random access (only the records asked for), the others
-    sequentially (record i costs nothing extra when i follows the last one; a shard shared
-    by stride is scanned through)."""
-
-    def __init__(self, path, fmt):
-        self.path, self.fmt = path, fmt
-        self._it, self._next, self._array = None, 0, None
-
-    def _records(self):
-        if self.fmt == "jsonl":
-            with open(self.path, "rb") as f:
-                for line in f:
-                    if line.strip():
-                        yield json.loads(line)
-        elif self.fmt == "tar":
-            with tarfile.open(self.path, "r|*") as tar:  # streamed: no index
-                key, sample = None, {}
-                for member in tar:
-                    if not member.isfile():
-                        continue
-                    base = os.path.basename(member.name)
-                    k, _, ext = base.partition(".")
-                    k = os.path.join(os.path.dirname(member.name), k)
-                    if key is not None and k != key:
-                        yield sample
-                        sample = {}
-                    key = k
-                    sample[ext] = tar.extractfile(member).read()
-                    sample["__key__"] = k
-                if key is not None:
-                    yield sample
-        else:
-            for row in np.load(self.path, mmap_mode="r"):
-                yield np.array(row)
-
-    def get(self, i):
-        """Record i, or None past the end."""
-        if self.fmt == "npy":
-            if self._array is None:
-                self._array = np.load(self.path, mmap_mode="r")
-            return np.array(self._array[i]) if i < len(self._array) else None
-        if self._it is None or i < self._next:
-            self._it, self._next = self._records(), 0
-        for rec in self._it:
-            self._next += 1
-            if self._next - 1 == i:
-                return rec
-        self._it = iter(())
-        return None
 
 
 class StreamPacker:
@@ -123,7 +58,7 @@ class StreamPacker:
         self.sequence_length, self.tokenize = sequence_length, tokenize
 
 
-class StreamDataset(torch.utils.data.IterableDataset):
+class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
     """Read-time streams over shard files of unknown size (see the module).
 
     ``paths``: the shard files; ``format``: ``"jsonl"``, ``"tar"``, ``"npy"`` or None (from the
@@ -133,6 +68,13 @@ class StreamDataset(torch.utils.data.IterableDataset):
     ``StreamItem``. ``byte_sizes``: balance hints, by default the files' sizes (``None``: none).
     ``num_replicas``/``rank``: the world (default: torch.distributed, else the environment).
     Raises ``ConfigError`` for bad arguments; ``StateError`` for a bad or mismatched state.
+
+    ``state_dict()`` is this rank's part: what its loop received (through
+    ``distsampler.torch.DataLoader``) or what its own iteration yielded (iterated directly).
+    ``load_state_dict`` takes back a job state text (``job_state``), every rank's parts (a
+    list), or one part when it is the whole job's (``num_replicas=1``). Inside a DataLoader
+    worker (torchdata's ``StatefulDataLoader`` asks and restores each worker's copy) the part
+    is that worker's consumer's, and ``load_state_dict`` takes it back for that copy's next pass.
     """
 
     __module__ = PUBLIC_MODULE
@@ -143,7 +85,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if isinstance(paths, (str, bytes, os.PathLike)) or not paths:
             raise ConfigError(f"{who}: paths {paths!r} is not a non-empty list of shard files")
         self.paths = [os.fsdecode(os.fspath(p)) for p in paths]
-        self.formats = [_format_of(who, p, format) for p in self.paths]
+        self.formats = [format_of(who, p, format, _FORMATS) for p in self.paths]
         if not isinstance(micro_batch, int) or isinstance(micro_batch, bool) or micro_batch < 1:
             raise ConfigError(f"{who}: micro_batch {micro_batch!r} is out of range (expected an int >= 1)")
         if filter is not None and not callable(filter):
@@ -163,6 +105,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
         self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
         self._cell = StreamCell(state_capacity, who)
+        self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from
         self._received = {}  # consumer -> progress after the last micro-batch the loop received
         self._step0, self._steps = 0, 0
@@ -202,11 +145,16 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_cell"] = self._cell.tensors()
+        state.pop("_loop", None)  # the loader stays in this process
+        state.pop("_iterated_here", None)
+        state.pop("_worker_resume", None)
         return state
 
     def __setstate__(self, state):
         head, text, capacity = state["_cell"]
         state["_cell"] = StreamCell.from_tensors(head, text, capacity, type(self).__name__)
+        if "_passes" not in state:  # a pickle of 0.2
+            state["_passes"], state["_passes_seen"] = pass_counter(), 0
         self.__dict__.update(state)
 
     # -- reading --------------------------------------------------------------------------
@@ -214,9 +162,13 @@ class StreamDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         consumers = self.world_size * workers
-        shared = json.loads(self._cell.text) if self._cell.text else {"base": None, "consumers": consumers,
+        shared = json.loads(self._cell.text) if self._cell.text else {"base": self._base, "consumers": consumers,
                                                                         "progress": {}}
         consumer = self.rank * workers + worker
+        own = self.__dict__.get("_worker_resume")  # a worker's own part (torchdata restores each worker): one pass
+        if own is not None and own["consumers"] == consumers and str(consumer) in own["progress"]:
+            self._worker_resume = None
+            shared = {"base": own["base"], "consumers": consumers, "progress": own["progress"]}
         progress = shared["progress"].get(str(consumer)) if shared["consumers"] == consumers else None
         if shared["progress"] and shared["consumers"] != consumers:
             raise ConfigError(f"StreamDataset: the loader's num_workers changed between iterations ({consumers} "
@@ -226,10 +178,15 @@ class StreamDataset(torch.utils.data.IterableDataset):
                                     shared["base"], None if progress is None else _to_progress(progress),
                                     self._share_for(consumers))
         readers, docs = {}, {}
+        direct = self._attached() is None  # iterated without distsampler's loader: what it yields is received
+        if direct:
+            self._received, self._consumers, self._steps = {}, consumers, 0
+            self._iterated_here = True
+        self._passes += 1  # shared: the main process sees that a worker's copy iterated
 
         def record(shard, index):
             if shard not in readers:
-                readers[shard] = _ShardReader(self.paths[shard], self.formats[shard])
+                readers[shard] = SequentialReader(self.paths[shard], self.formats[shard])
             return readers[shard].get(index)
 
         def read(pass_, shard, index):
@@ -263,7 +220,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
                         docs[(shard, index)] = got
             if self.packer is not None:
                 data = torch.tensor(data, dtype=torch.int64).view(self.micro_batch, self.packer.sequence_length)
-            yield StreamBatch(data, consumer, cursor.progress())
+            progress = cursor.progress()
+            if direct:
+                self._received[consumer] = progress
+                self._steps += 1
+            yield StreamBatch(data, consumer, progress)
 
     def _share_for(self, consumers):
         """The C++ share (0: every consumer) for `consumers`; ConfigError naming `share` when too large."""
@@ -296,8 +257,17 @@ class StreamDataset(torch.utils.data.IterableDataset):
             self._steps += 1
         return batch.data
 
-    def state_dict(self):
-        """This rank's part of the job state: the progress of its consumers the loop received."""
+    def state_dict(self, received=None):
+        """This rank's part of the job state: the progress of its consumers the loop received
+        (``received``, the loader's count, adds nothing: each micro-batch carries its progress).
+        Raises ``ConfigError`` when copies in a plain DataLoader's workers iterated it: this process
+        cannot know what their loop received."""
+        if (self._attached() is None and not self.__dict__.get("_iterated_here")
+                and int(self._passes) != self._passes_seen):
+            raise ConfigError("StreamDataset.state_dict: copies of this dataset in DataLoader workers iterated it, "
+                              "so what the training loop received is unknown here (expected to iterate through "
+                              "distsampler.torch.DataLoader, which records each micro-batch the loop received, and "
+                              "to checkpoint with its state_dict())")
         return {"format": _FORMAT, "epoch": 0, "base": self._base, "rank": self.rank, "world_size": self.world_size,
                 "consumers": self._consumers or self.world_size, "step": self._step0 + self._steps,
                 "progress": {str(c): _from_progress(p) for c, p in self._received.items()}}
@@ -321,13 +291,45 @@ class StreamDataset(torch.utils.data.IterableDataset):
                                            max(p["step"] for p in parts), share)
 
     def load_state_dict(self, state):
-        """Loads a job state text (``job_state``), for any world size and worker count."""
+        """Loads a job state: its text (``job_state``), a list of every rank's ``state_dict()``
+        parts, or one part of a job of one rank; for any world size and worker count."""
+        who = "StreamDataset.load_state_dict"
+        if isinstance(state, dict) and "progress" in state and torch.utils.data.get_worker_info() is not None:
+            self._worker_resume = state  # in a DataLoader worker: this copy's consumers only, not the shared cell
+            return
+        if isinstance(state, dict) and "progress" in state:
+            if state.get("world_size") != 1:
+                raise StateError(f"{who}: the part of rank {state.get('rank')} of {state.get('world_size')} is not "
+                                 "the job's state (expected the text of job_state(parts) over every rank's "
+                                 "state_dict(), or the list of those parts)")
+            state = self.job_state([state])
+        elif isinstance(state, (list, tuple)):
+            state = self.job_state(list(state))
         if not isinstance(state, str):
-            raise StateError(f"StreamDataset.load_state_dict: expected the job state text from job_state(), got "
-                             f"{type(state).__name__}")
+            raise StateError(f"{who}: expected the job state text from job_state(), a list of every rank's "
+                             f"state_dict(), or the state_dict() of a job of one rank, got {type(state).__name__}")
         _core.resume_stream(len(self.paths), self.byte_sizes, self.seed, 1, state)  # validates
         self._base, self._received, self._consumers = state, {}, None
+        self._iterated_here, self._passes_seen = False, int(self._passes)
         self._step0, self._steps = _core.StreamJobState.from_text(state).step, 0
+        # Read by the next iteration, in this process and in every worker's copy.
+        self._cell.write(0, json.dumps({"base": state, "consumers": 0, "progress": {}}, separators=(",", ":")))
+
+    # -- what distsampler.torch.DataLoader asks -------------------------------------------
+    _unit = "passes"
+
+    def _loader_check(self, loader):
+        if loader.batch_size is not None:
+            raise ConfigError(f"DataLoader: batch_size={loader.batch_size} with a StreamDataset batches its "
+                              "micro-batches again (expected batch_size=None: each item is one micro-batch of "
+                              "micro_batch samples)")
+
+    def _loader_begin(self, loader):
+        self._begin(loader.num_workers)
+        return False
+
+    def _has_padding(self):
+        return False  # every item is exactly micro_batch kept samples
 
 
 def _from_progress(p):

@@ -101,10 +101,10 @@ class TokenBatchSampler(_StepSampler):
     forward pass and join the all-reduce with zero gradients yourself. ``stats`` counts
     them (``empty_micro_batches``); they occur only in windows too small for the world.
 
-    ``state_dict(batches=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
+    ``state_dict(received=None)`` / ``load_state_dict`` as ``DistributedBatchSampler``: the
     state counts samples of the epoch's plan, so it resumes exactly once on another world
-    size or accumulation. ``batches``: record instead that every rank consumed its first
-    ``batches`` micro-batches of the latest iteration (a DataLoader with workers draws
+    size or accumulation. ``received``: record instead that every rank consumed its first
+    ``received`` micro-batches of the latest iteration (a DataLoader with workers draws
     ahead of what it delivered). The resumed pass plans the rest of the interrupted window
     again for its own world, so the micro-batches after the resume point may be cut
     differently from an uninterrupted run's: the same samples, each once, in whole steps.
@@ -153,48 +153,38 @@ class TokenBatchSampler(_StepSampler):
         self.tail = "uneven"
         self.order = "feistel"
         self.epoch = 0
-        self._base_key = self._config()
-        self._base = _core.make_token_batch_sampler(self.lengths, *self._base_key)
-        self._pending = None
-        self._prepared = None
-        self._progress = None
+        self._init_life()
+        self._start_core()
+
+    _plans_epochs = True  # an epoch is planned once (in set_epoch), then copied
 
     def _config(self):
         return (self.rank, self.num_replicas, self.max_tokens, self.cost, self.quadratic_q, self.max_samples or 0,
                 self.batch_multiple, self.window, self.accumulation_steps, self.longest_first, self.oversize,
                 self.shuffle, _seed64("TokenBatchSampler", self.seed))
 
-    def _cpp(self, epoch):
-        """A private C++ sampler at the start of `epoch` (an epoch is planned once, then copied)."""
-        key = self._config()
-        if self._base is None or self._base_key != key:
-            self._base = _core.make_token_batch_sampler(self.lengths, *key)
-            self._base_key = key
-        if self._base.epoch != epoch:
-            self._base.set_epoch(epoch)
-        return self._base.copy()
+    def _build(self, key):
+        return _core.make_token_batch_sampler(self.lengths, *key)
 
-    def _current(self):
-        if self._pending is not None:
-            return self._prepared
-        return self._cpp(self.epoch)
+    def _padding_flags(self, j, batch_size):
+        return [False] * len(self._fetcher(self._progress.core)(j, 1)[0])  # a token batch never pads
 
     @property
     def stats(self):
         """The epoch's plan over every rank (the same dict on every rank): steps, micro_batches,
         empty_micro_batches, splits, merges, skipped_samples, oversize_batches, tokens, padded,
         padding_efficiency, max_step_ratio, mean_step_ratio, steps_with_empty_rank."""
-        return self._current().stats
+        return self._next_core().stats
 
     @property
     def layout_hash(self):
         """The 64-bit hash of the lengths and budget options that saved states must match."""
-        return self._base.layout_hash if self._base is not None else self._cpp(self.epoch).layout_hash
+        return (self._base if self._base is not None else self._start_core()).layout_hash
 
     def micro_batch(self, step, k=0):
         """``(indices, tokens, padded, oversize)`` of this rank's micro-batch ``k`` of ``step``
         in the current epoch (random access; ``IndexError`` outside the epoch)."""
-        return self._current().micro_batch(_unsigned("TokenBatchSampler", "step", step),
+        return self._next_core().micro_batch(_unsigned("TokenBatchSampler", "step", step),
                                            _unsigned("TokenBatchSampler", "k", k))
 
     def _fetcher(self, core):

@@ -6,12 +6,11 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
-                      _resolve_world, _seed64, _unsigned, _weights)
-from ._handout import detached_state, recorded
+from ._common import PUBLIC_MODULE, _check_tail, _resolve_world, _seed64, _unsigned, _weights
+from ._life import _Life
 
 
-class DistributedWeightedRandomSampler(Sampler):
+class DistributedWeightedRandomSampler(_Life, Sampler):
     """torch's ``WeightedRandomSampler``, distributed: for a DataLoader's ``sampler``.
 
     Each epoch draws ``num_samples`` indices in total (not per rank) with probability
@@ -23,7 +22,8 @@ class DistributedWeightedRandomSampler(Sampler):
     keyed by (seed, epoch, position), not by a torch generator: call ``set_epoch`` for new
     draws, as with ``DistributedSampler``.
 
-    ``state_dict(samples=None)`` / ``load_state_dict`` as ``DistributedSampler``.
+    ``state_dict(received=None)`` / ``load_state_dict`` as ``DistributedSampler`` (the one life
+    cycle of ``distsampler.torch._life``).
     """
 
     __module__ = PUBLIC_MODULE
@@ -61,77 +61,24 @@ class DistributedWeightedRandomSampler(Sampler):
         self.shuffle = True
         self.tail = tail
         self.epoch = 0
-        self._base = _core.make_weighted_sampler(*self._config())
-        self._pending = None
-        self._progress = None
-        self._cache = None
+        self._init_life()
+        self._start_core()
+
+    # -- the family: its config, its build, its fetch -------------------------------------
+    _who = "DistributedWeightedRandomSampler"
 
     def _config(self):
-        return (self.weights, self.rank, self.num_replicas, self.num_samples, self.replacement,
-                _seed64("DistributedWeightedRandomSampler", self.seed), self.tail)
+        return (tuple(self.weights), self.rank, self.num_replicas, self.num_samples, self.replacement,
+                _seed64(self._who, self.seed), self.tail)
 
-    def _core_at(self, epoch):
-        # Cached: without replacement an epoch's order costs O(N log N) to build; cores are read-only.
-        pending = self._pending if epoch == self.epoch else None
-        if self._cache is None or self._cache[0] != (epoch, pending):
-            core = self._base.copy()
-            if pending is not None:
-                core.resume(pending)
-            else:
-                core.set_epoch(epoch)
-            self._cache = ((epoch, pending), core)
-        return self._cache[1]
+    @staticmethod
+    def _build(key):
+        weights, *rest = key
+        return _core.make_weighted_sampler(list(weights), *rest)
 
-    def __len__(self):
-        return self._core_at(self.epoch).size
+    @staticmethod
+    def _fetcher(core):
+        return core.chunk
 
-    def set_epoch(self, epoch):
-        """Selects the epoch (new draws). A loaded state of another epoch is discarded."""
-        e = _unsigned("DistributedWeightedRandomSampler", "epoch", epoch)
-        if self._pending is not None and e != self.epoch:
-            self._pending = None
-        self.epoch = e
-
-    def __iter__(self):
-        return self._iterate()
-
-    def _iterate(self):
-        # A generator: a loaded state is taken at the first next() (see DistributedSampler).
-        core = self._core_at(self.epoch)
-        self._pending = None
-        progress = _Progress(core, core.epoch)
-        self._progress = progress
-        yield from _generate(progress, core.chunk, core.size)
-
-    def state_dict(self, samples=None):
-        """``{"format": 1, "epoch": e, "state": text}`` after the first ``samples`` indices of
-        the latest iteration on every rank; without ``samples`` as
-        ``DistributedSampler.state_dict`` (mid-epoch it raises unless a loader that knows asks)."""
-        if self._pending is not None and samples is None:
-            return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": self._pending}
-        p = self._progress
-        current = p is not None and p.epoch == self.epoch and self._pending is None
-        core = p.core if current else self._core_at(self.epoch)
-        if samples is None:
-            done = recorded(self, p if current else None, "DistributedWeightedRandomSampler.state_dict", "samples",
-                            "indices")
-        else:
-            done = _unsigned("DistributedWeightedRandomSampler.state_dict", "samples", samples)
-        return {"format": _STATE_FORMAT, "epoch": self.epoch, "state": core.state(done)}
-
-    def load_state_dict(self, state_dict):
-        """Validates now (``StateError`` with the C++ message); the next ``__iter__`` resumes."""
-        text, epoch = _check_state_dict("DistributedWeightedRandomSampler.load_state_dict", state_dict)
-        self._base.copy().resume(text)
-        self._pending = text
-        self.epoch = epoch
-        self._progress = None
-
-    def __getstate__(self):
-        state = detached_state(self.__dict__.copy())
-        state["_base"] = state["_progress"] = state["_cache"] = None
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._base = _core.make_weighted_sampler(*self._config())
+    def _has_padding(self):
+        return False  # its draws carry no padding flag

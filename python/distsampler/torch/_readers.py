@@ -1,0 +1,166 @@
+# distsampler.torch._readers: the one table of record formats the file datasets read (ShardedDataset, StreamDataset).
+# SPDX-License-Identifier: MIT
+"""Each format is one entry of ``READERS``, used by both file datasets:
+
+- ``indexed(x, offset, files)``: record ``offset`` of a shard through its C++ index entry
+  ``x`` (``distsampler._core.index_shards``: byte offsets and sizes, tar members, the
+  Megatron ``.bin``); ``files`` keeps the shard's open file or memory map (``get(key, opener)``);
+- ``scan(path)``: the shard's records in order, without an index (None: the format needs one);
+- ``random(path)``: an object whose ``[i]`` and ``len()`` read records by random access
+  without an index, or None when the format has none.
+
+A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty line; tar
+(WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
+sharing a key; ``.npy``, a row along axis 0 (a NumPy array); Megatron, a sequence's tokens
+(uint16 widened to int32, which torch converts).
+"""
+
+import json
+import os
+import tarfile
+
+import numpy as np
+
+from .._core import ConfigError
+
+# File extension -> format, for both datasets (a dataset accepts the formats it can read).
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tar": "tar", ".npy": "npy", ".idx": "megatron",
+              ".bin": "megatron"}
+
+
+def format_of(who, path, fmt, formats):
+    """The format of `path`: `fmt` when given (one of `formats`), else from its extension."""
+    if fmt is not None:
+        if fmt not in formats:
+            raise ConfigError(f"{who}: format {fmt!r} is unknown (expected one of {', '.join(formats)} or None)")
+        return fmt
+    ext = os.path.splitext(path)[1].lower()
+    found = EXTENSIONS.get(ext)
+    if found not in formats:
+        known = ", ".join(e for e, f in EXTENSIONS.items() if f in formats)
+        raise ConfigError(f"{who}: the format of {path!r} is not known from its extension {ext!r} (expected {known}, "
+                          "or format=)")
+    return found
+
+
+def _json(path, offset, line, where=""):
+    try:
+        return json.loads(line)
+    except ValueError as e:
+        raise ConfigError(f"{path} record {offset}{where} is not JSON: {e}") from None
+
+
+class _Jsonl:
+    @staticmethod
+    def indexed(x, offset, files):
+        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
+        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
+        f.seek(start)
+        return _json(f"ShardedDataset: shard {x['path']}", offset, f.read(size), f" (bytes {start}..{start + size})")
+
+    @staticmethod
+    def scan(path):
+        with open(path, "rb") as f:
+            n = 0
+            for line in f:
+                if line.strip():
+                    yield _json(f"StreamDataset: shard {path}", n, line)
+                    n += 1
+
+    random = None
+
+
+class _Tar:
+    @staticmethod
+    def indexed(x, offset, files):
+        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
+        sample = {"__key__": x["keys"][offset]}
+        for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
+            f.seek(member_at)
+            sample[suffix] = f.read(member_size)
+        return sample
+
+    @staticmethod
+    def scan(path):
+        with tarfile.open(path, "r|*") as tar:  # streamed: no index
+            key, sample = None, {}
+            for member in tar:
+                if not member.isfile():
+                    continue
+                base = os.path.basename(member.name)
+                k, _, ext = base.partition(".")
+                k = os.path.join(os.path.dirname(member.name), k)
+                if key is not None and k != key:
+                    yield sample
+                    sample = {}
+                key = k
+                sample[ext] = tar.extractfile(member).read()
+                sample["__key__"] = k
+            if key is not None:
+                yield sample
+
+    random = None
+
+
+class _Npy:
+    @staticmethod
+    def indexed(x, offset, files):
+        def opener():
+            rows = x["records"]
+            if rows == 0:
+                return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
+            return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
+                             shape=(rows, *x["row_shape"]))
+        return np.array(files.get(x["path"], opener)[offset])
+
+    @staticmethod
+    def scan(path):
+        for row in np.load(path, mmap_mode="r"):
+            yield np.array(row)
+
+    @staticmethod
+    def random(path):
+        return np.load(path, mmap_mode="r")
+
+
+class _Megatron:
+    @staticmethod
+    def indexed(x, offset, files):
+        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
+        if size == 0:
+            return np.empty(0, dtype=np.int32 if x["dtype"] == "uint16" else np.dtype(x["dtype"]))
+        data = files.get(x["path"], lambda: np.memmap(x["data_path"], dtype=np.uint8, mode="r"))
+        tokens = data[start:start + size].view(np.dtype(x["dtype"]))
+        # torch before 2.3 has no uint16 tensors: a DataLoader could not convert the tokens.
+        return tokens.astype(np.int32) if tokens.dtype == np.uint16 else np.array(tokens)
+
+    scan = None
+    random = None
+
+
+READERS = {"jsonl": _Jsonl, "tar": _Tar, "npy": _Npy, "megatron": _Megatron}
+
+
+class SequentialReader:
+    """Reads of one shard without an index: by random access where the format has it (only the
+    records asked for), else sequentially (record i costs nothing extra when i follows the last
+    one; a shard shared by stride is scanned through)."""
+
+    def __init__(self, path, fmt):
+        self.path, self.reader = path, READERS[fmt]
+        self._it, self._next, self._array = None, 0, None
+
+    def get(self, i):
+        """Record i, or None past the end."""
+        if self.reader.random is not None:
+            if self._array is None:
+                self._array = self.reader.random(self.path)
+            return np.array(self._array[i]) if i < len(self._array) else None
+        if self._it is None or i < self._next:
+            self._it, self._next = self.reader.scan(self.path), 0
+        for rec in self._it:
+            self._next += 1
+            if self._next - 1 == i:
+                return rec
+        self._it = iter(())
+        return None
