@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/batch/guard.hpp"
 #include "distsampler/batch/batch_sampler.hpp"
 #include "distsampler/feistel.hpp"
 

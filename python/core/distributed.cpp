@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/distributed/guard.hpp"
 #include "distsampler/distributed/distributed_sampler.hpp"
 #include "distsampler/feistel.hpp"
 

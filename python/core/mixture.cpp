@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/mixture/guard.hpp"
 #include "distsampler/mixture/mixture_sampler.hpp"
 
 namespace distsampler_python {

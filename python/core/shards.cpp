@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/shards/guard.hpp"
 #include "distsampler/shards/streaming_shard_sampler.hpp"
 #include "distsampler/shards/loader_round_robin.hpp"
 #include "distsampler/shards/progress.hpp"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/streams/guard.hpp"
 #include "distsampler/streams/stream_sampler.hpp"
 
 namespace distsampler_python {

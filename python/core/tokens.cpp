@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/tokens/guard.hpp"
 #include "distsampler/tokens/token_batch_sampler.hpp"
 
 namespace distsampler_python {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "distsampler/weighted/guard.hpp"
 #include "distsampler/weighted/weighted_sampler.hpp"
 
 namespace distsampler_python {

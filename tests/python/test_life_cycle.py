@@ -130,6 +130,7 @@ def loader_over(sampler, num_workers=2):
     return DataLoader(Keys(), batch_sampler=sampler, num_workers=num_workers, collate_fn=list)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_a_loader_state_with_two_workers_resumes_the_rest(name):
     make, k = SAMPLERS[name]
@@ -231,6 +232,7 @@ def test_a_shard_stream_copy_in_a_worker_takes_back_its_own_state(monkeypatch):
         shard_stream().load_state_dict(state)
 
 
+@pytest.mark.processes
 def test_a_shard_stream_read_by_a_plain_loader_s_workers_says_what_to_pass():
     stream = shard_stream()
     stream.set_epoch(EPOCH)
@@ -252,6 +254,7 @@ def test_a_shard_stream_read_by_a_plain_loader_s_workers_says_what_to_pass():
     assert sorted(read + rest) == sorted(s.index for w in range(2) for s in fresh.worker_samples(w, 2))
 
 
+@pytest.mark.processes
 def test_a_shard_stream_through_a_loader_with_two_workers():
     stream = shard_stream()
     loader = DataLoader(ShardData(stream), batch_size=2, num_workers=2)
@@ -301,6 +304,7 @@ def test_a_sharded_dataset_takes_back_its_own_state(tmp_path):
     assert list(clone) == full[7:]
 
 
+@pytest.mark.processes
 def test_a_sharded_dataset_through_a_loader_with_two_workers(tmp_path):
     paths = write_shards(tmp_path)
     ds = sharded(paths)
@@ -361,6 +365,7 @@ def test_a_stream_dataset_part_of_many_ranks_is_refused_alone_and_taken_as_a_lis
     assert one._base == stream_dataset(paths, num_replicas=1, rank=0).job_state(parts)
 
 
+@pytest.mark.processes
 def test_a_stream_dataset_through_a_loader_with_two_workers(tmp_path):
     paths = write_shards(tmp_path)
     it = iter(DataLoader(stream_dataset(paths, num_replicas=1, rank=0), batch_size=None, num_workers=2))
@@ -384,6 +389,7 @@ def test_a_stream_dataset_through_a_loader_with_two_workers(tmp_path):
     assert records([next(it) for _ in range(8)]) == full[4:]
 
 
+@pytest.mark.processes
 def test_a_stream_dataset_read_by_a_plain_loader_s_workers_says_what_to_use(tmp_path):
     paths = write_shards(tmp_path)
     ds = stream_dataset(paths, num_replicas=1, rank=0)
