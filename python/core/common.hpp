@@ -85,25 +85,45 @@ inline ds::Tail tail_of(const std::string& text) { return ds::parse_tail(text, "
 /// The world (rank, world_size); throws config_error unless 0 <= rank < world_size.
 inline ds::World make_world(std::uint64_t rank, std::uint64_t world_size) { return ds::World(rank, world_size); }
 
-/// Options of the index samplers.
-inline ds::SamplerOptions sampler_options(bool shuffle, std::uint64_t seed, ds::Tail tail) {
-  ds::SamplerOptions o;
-  o.shuffle = shuffle;
-  o.seed = seed;
-  o.tail = tail;
-  return o;
+/// The torch generation named `generation` ("v1" or "v2.7"); config_error otherwise.
+inline ds::TorchGeneration torch_generation_of(const std::string& generation) {
+  if (generation == "v1") return ds::TorchGeneration::v1;
+  if (generation == "v2.7") return ds::TorchGeneration::v2_7;
+  throw ds::config_error("torch_generation \"" + generation + "\" is unknown (expected \"v1\" or \"v2.7\")");
+}
+
+/// "v1" or "v2.7", the name torch_generation_of reads.
+inline std::string torch_generation_name(ds::TorchGeneration generation) {
+  return generation == ds::TorchGeneration::v1 ? "v1" : "v2.7";
+}
+
+// Options cross into Python by field: each options struct is a class with a default
+// constructor and one read-write attribute per field (enums by the names their parsers
+// read), and each factory takes (data, rank, world_size, options). The Python package sets
+// the fields from its own arguments; the C++ sampler validates them when it is built.
+
+/// The order fields (OrderOptions): shuffle, seed, tail ("pad", "drop" or "uneven").
+template <class O>
+void bind_order_options(py::class_<O>& c) {
+  c.def_readwrite("shuffle", &O::shuffle)
+      .def_readwrite("seed", &O::seed)
+      .def_property(
+          "tail", [](const O& o) { return std::string(ds::to_string(o.tail)); },
+          [](O& o, const std::string& text) { o.tail = tail_of(text); });
+}
+
+/// The batch shape fields (BatchShapeOptions): micro_batch_size, accumulation_steps, global_batch_size.
+template <class O>
+void bind_batch_shape_options(py::class_<O>& c) {
+  c.def_readwrite("micro_batch_size", &O::micro_batch_size)
+      .def_readwrite("accumulation_steps", &O::accumulation_steps)
+      .def_readwrite("global_batch_size", &O::global_batch_size);
 }
 
 /// TorchRandperm's options for the torch generation named `generation` ("v1" or "v2.7").
 inline ds::TorchRandpermOptions torch_options(const std::string& generation) {
   ds::TorchRandpermOptions o;
-  if (generation == "v1") {
-    o.generation = ds::TorchGeneration::v1;
-  } else if (generation == "v2.7") {
-    o.generation = ds::TorchGeneration::v2_7;
-  } else {
-    throw ds::config_error("torch_generation \"" + generation + "\" is unknown (expected \"v1\" or \"v2.7\")");
-  }
+  o.generation = torch_generation_of(generation);
   return o;
 }
 

@@ -1,6 +1,7 @@
 // _core bindings of DistributedSampler<FeistelPermutation> and DistributedSampler<TorchRandperm>.
 // SPDX-License-Identifier: MIT
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,22 +49,30 @@ void bind_distributed_sampler(py::module_& m, const char* name) {
 }  // namespace
 
 void register_distributed(py::module_& m) {
+  py::class_<ds::SamplerOptions> so(m, "SamplerOptions");
+  so.def(py::init<>());
+  bind_order_options(so);
+  py::class_<ds::TorchRandpermOptions>(m, "TorchRandpermOptions")
+      .def(py::init<>())
+      .def_property(
+          "generation", [](const ds::TorchRandpermOptions& o) { return torch_generation_name(o.generation); },
+          [](ds::TorchRandpermOptions& o, const std::string& text) { o.generation = torch_generation_of(text); });
+
   bind_distributed_sampler<ds::FeistelPermutation>(m, "DistributedSamplerFeistelPermutation");
   bind_distributed_sampler<ds::TorchRandperm>(m, "DistributedSamplerTorchRandperm");
   m.def(
       "make_distributed_sampler",
-      [](const std::string& order, std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, bool shuffle,
-         std::uint64_t seed, const std::string& tail, const std::string& generation) -> py::object {
+      [](std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, const ds::SamplerOptions& o,
+         const std::optional<ds::TorchRandpermOptions>& torch) -> py::object {
         const ds::World world = make_world(rank, world_size);
-        const ds::SamplerOptions o = sampler_options(shuffle, seed, tail_of(tail));
-        if (order == "torch") {
-          return py::cast(ds::DistributedSampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
-        }
+        if (torch) return py::cast(ds::DistributedSampler<ds::TorchRandperm>(n, world, o, *torch));
         return py::cast(
             ds::DistributedSampler<ds::FeistelPermutation>(n, world, o, ds::FeistelPermutation::options_type{}));
       },
-      "Builds a C++ DistributedSampler: DistributedSamplerTorchRandperm for order \"torch\", else "
-      "DistributedSamplerFeistelPermutation.");
+      py::arg("dataset_size"), py::arg("rank"), py::arg("world_size"), py::arg("options"), py::kw_only(),
+      py::arg("torch") = py::none(),
+      "Builds a C++ DistributedSampler: DistributedSamplerTorchRandperm when torch (TorchRandpermOptions) is "
+      "given, else DistributedSamplerFeistelPermutation.");
 }
 
 }  // namespace distsampler_python

@@ -166,7 +166,9 @@ def test_guard_imports_no_family():
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
-                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState"]
+                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
+                # The options classes the factories take (bound field by field).
+                "SamplerOptions", "TorchRandpermOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
@@ -186,10 +188,13 @@ def test_core_binds_the_cpp_names_and_nothing_else():
 def test_core_factories_return_the_class_of_their_order():
     from distsampler import _core
 
+    sampler_options = _core.SamplerOptions()
+    sampler_options.seed = 1
+    torch_v1 = _core.TorchRandpermOptions()
+    torch_v1.generation = "v1"
     cases = [
-        (_core.make_distributed_sampler("torch", 10, 0, 2, True, 1, "pad", "v1"), "DistributedSamplerTorchRandperm"),
-        (_core.make_distributed_sampler("feistel", 10, 0, 2, True, 1, "pad", "v1"),
-         "DistributedSamplerFeistelPermutation"),
+        (_core.make_distributed_sampler(10, 0, 2, sampler_options, torch=torch_v1), "DistributedSamplerTorchRandperm"),
+        (_core.make_distributed_sampler(10, 0, 2, sampler_options), "DistributedSamplerFeistelPermutation"),
         (_core.make_distributed_batch_sampler("torch", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),
          "DistributedBatchSamplerTorchRandperm"),
         (_core.make_distributed_batch_sampler("feistel", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),

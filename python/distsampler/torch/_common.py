@@ -44,6 +44,15 @@ def default_torch_generation(version=None):
 default_torch_generation.__module__ = PUBLIC_MODULE
 
 
+def _options(cls, **fields):
+    """A ``_core`` options object (``_core.SamplerOptions`` ...) with `fields` set by name: what a family's
+    ``_build`` hands its ``_core.make_*`` factory beside the data and the world."""
+    options = cls()
+    for name, value in fields.items():
+        setattr(options, name, value)
+    return options
+
+
 def _is_bool(value):
     """True for Python's and NumPy's bools, which operator.index would take as 0 or 1."""
     return isinstance(value, bool) or type(value).__name__ == "bool_"

@@ -3,7 +3,7 @@
 from torch.utils.data.distributed import DistributedSampler as _TorchDistributedSampler
 
 from .. import _core
-from ._common import PUBLIC_MODULE, _resolve_order, _resolve_tail, _resolve_world, _seed64
+from ._common import PUBLIC_MODULE, _options, _resolve_order, _resolve_tail, _resolve_world, _seed64
 from ._life import _Life
 
 
@@ -74,7 +74,10 @@ class DistributedSampler(_Life, _TorchDistributedSampler):
 
     @staticmethod
     def _build(key):
-        return _core.make_distributed_sampler(*key)
+        order, n, rank, world_size, shuffle, seed, tail, generation = key
+        options = _options(_core.SamplerOptions, shuffle=shuffle, seed=seed, tail=tail)
+        torch = _options(_core.TorchRandpermOptions, generation=generation) if order == "torch" else None
+        return _core.make_distributed_sampler(n, rank, world_size, options, torch=torch)
 
     @staticmethod
     def _fetcher(core):
