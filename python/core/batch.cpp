@@ -1,6 +1,7 @@
 // _core bindings of DistributedBatchSampler<FeistelPermutation> and DistributedBatchSampler<TorchRandperm>.
 // SPDX-License-Identifier: MIT
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,22 +12,6 @@
 
 namespace distsampler_python {
 namespace {
-
-// global_batch 0: accumulation_steps decides the global batch.
-ds::BatchSamplerOptions batch_options(std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
-                                      bool shuffle, std::uint64_t seed, ds::Tail tail) {
-  ds::BatchSamplerOptions o;
-  o.micro_batch_size = micro;
-  if (global_batch != 0) {
-    o.global_batch_size = global_batch;
-  } else {
-    o.accumulation_steps = accumulation;
-  }
-  o.shuffle = shuffle;
-  o.seed = seed;
-  o.tail = tail;
-  return o;
-}
 
 template <class P>
 void bind_distributed_batch_sampler(py::module_& m, const char* name) {
@@ -95,24 +80,30 @@ void bind_distributed_batch_sampler(py::module_& m, const char* name) {
 }  // namespace
 
 void register_batch(py::module_& m) {
+  using O = ds::BatchSamplerOptions;
+  py::class_<O> bo(m, "BatchSamplerOptions");
+  bo.def(py::init<>());
+  bind_order_options(bo);
+  bind_batch_shape_options(bo);
+  bo.def_property(
+      "epoch_mode", [](const O& o) { return epoch_mode_name(o.epoch_mode); },
+      [](O& o, const std::string& text) { o.epoch_mode = epoch_mode_of(text); });
+
   bind_distributed_batch_sampler<ds::FeistelPermutation>(m, "DistributedBatchSamplerFeistelPermutation");
   bind_distributed_batch_sampler<ds::TorchRandperm>(m, "DistributedBatchSamplerTorchRandperm");
   m.def(
       "make_distributed_batch_sampler",
-      [](const std::string& order, std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, std::uint64_t micro,
-         std::uint64_t accumulation, std::uint64_t global_batch, bool shuffle, std::uint64_t seed,
-         const std::string& tail, const std::string& generation) -> py::object {
+      [](std::uint64_t n, std::uint64_t rank, std::uint64_t world_size, const O& o,
+         const std::optional<ds::TorchRandpermOptions>& torch) -> py::object {
         const ds::World world = make_world(rank, world_size);
-        const ds::BatchSamplerOptions o =
-            batch_options(micro, accumulation, global_batch, shuffle, seed, tail_of(tail));
-        if (order == "torch") {
-          return py::cast(ds::DistributedBatchSampler<ds::TorchRandperm>(n, world, o, torch_options(generation)));
-        }
+        if (torch) return py::cast(ds::DistributedBatchSampler<ds::TorchRandperm>(n, world, o, *torch));
         return py::cast(
             ds::DistributedBatchSampler<ds::FeistelPermutation>(n, world, o, ds::FeistelPermutation::options_type{}));
       },
-      "Builds a C++ DistributedBatchSampler: DistributedBatchSamplerTorchRandperm for order \"torch\", else "
-      "DistributedBatchSamplerFeistelPermutation.");
+      py::arg("dataset_size"), py::arg("rank"), py::arg("world_size"), py::arg("options"), py::kw_only(),
+      py::arg("torch") = py::none(),
+      "Builds a C++ DistributedBatchSampler: DistributedBatchSamplerTorchRandperm when torch "
+      "(TorchRandpermOptions) is given, else DistributedBatchSamplerFeistelPermutation.");
 }
 
 }  // namespace distsampler_python

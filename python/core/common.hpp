@@ -120,11 +120,16 @@ void bind_batch_shape_options(py::class_<O>& c) {
       .def_readwrite("global_batch_size", &O::global_batch_size);
 }
 
-/// TorchRandperm's options for the torch generation named `generation` ("v1" or "v2.7").
-inline ds::TorchRandpermOptions torch_options(const std::string& generation) {
-  ds::TorchRandpermOptions o;
-  o.generation = torch_generation_of(generation);
-  return o;
+/// The epoch mode named `text` ("manual" or "auto_advance"); config_error otherwise.
+inline ds::EpochMode epoch_mode_of(const std::string& text) {
+  if (text == "manual") return ds::EpochMode::manual;
+  if (text == "auto_advance") return ds::EpochMode::auto_advance;
+  throw ds::config_error("epoch_mode \"" + text + "\" is unknown (expected \"manual\" or \"auto_advance\")");
+}
+
+/// "manual" or "auto_advance", the name epoch_mode_of reads.
+inline std::string epoch_mode_name(ds::EpochMode mode) {
+  return mode == ds::EpochMode::auto_advance ? "auto_advance" : "manual";
 }
 
 /// The enumerator named `text` among `named` (name, value) pairs, or a config_error

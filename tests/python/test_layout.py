@@ -168,7 +168,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
                 "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
-                "SamplerOptions", "TorchRandpermOptions"]
+                "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
@@ -192,13 +192,15 @@ def test_core_factories_return_the_class_of_their_order():
     sampler_options.seed = 1
     torch_v1 = _core.TorchRandpermOptions()
     torch_v1.generation = "v1"
+    batch_options = _core.BatchSamplerOptions()
+    batch_options.micro_batch_size = 2
+    batch_options.seed = 1
     cases = [
         (_core.make_distributed_sampler(10, 0, 2, sampler_options, torch=torch_v1), "DistributedSamplerTorchRandperm"),
         (_core.make_distributed_sampler(10, 0, 2, sampler_options), "DistributedSamplerFeistelPermutation"),
-        (_core.make_distributed_batch_sampler("torch", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),
+        (_core.make_distributed_batch_sampler(10, 0, 2, batch_options, torch=torch_v1),
          "DistributedBatchSamplerTorchRandperm"),
-        (_core.make_distributed_batch_sampler("feistel", 10, 0, 2, 2, 1, 0, True, 1, "drop", "v1"),
-         "DistributedBatchSamplerFeistelPermutation"),
+        (_core.make_distributed_batch_sampler(10, 0, 2, batch_options), "DistributedBatchSamplerFeistelPermutation"),
         (_core.make_streaming_shard_sampler([3, 4], 0, 2, 1, True, 1, "pad"), "StreamingShardSampler"),
         (_core.make_mixture_sampler([4, 6], [0.5, 0.5], 0, 1, 2, 1, 0, True, 1, "drop", "first_exhausted", 0, False, 0,
                                     []), "MixtureSampler"),

@@ -4,8 +4,8 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import (PUBLIC_MODULE, _check_tail, _positive, _product, _resolve_order, _resolve_world, _seed64,
-                      _unsigned)
+from ._common import (PUBLIC_MODULE, _check_tail, _options, _positive, _product, _resolve_order, _resolve_world,
+                      _seed64, _unsigned)
 from ._life import _Life
 
 
@@ -129,7 +129,14 @@ class DistributedBatchSampler(_StepSampler):
 
     @staticmethod
     def _build(key):
-        return _core.make_distributed_batch_sampler(*key)
+        order, n, rank, world_size, micro, accumulation, global_batch, shuffle, seed, tail, generation = key
+        options = _options(_core.BatchSamplerOptions, micro_batch_size=micro, shuffle=shuffle, seed=seed, tail=tail)
+        if global_batch != 0:  # 0: accumulation_steps decides the global batch
+            options.global_batch_size = global_batch
+        else:
+            options.accumulation_steps = accumulation
+        torch = _options(_core.TorchRandpermOptions, generation=generation) if order == "torch" else None
+        return _core.make_distributed_batch_sampler(n, rank, world_size, options, torch=torch)
 
     def _fetcher(self, core):
         if not self.as_numpy:
