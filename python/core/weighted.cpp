@@ -9,22 +9,14 @@
 #include "distsampler/weighted/weighted_sampler.hpp"
 
 namespace distsampler_python {
-namespace {
-
-ds::WeightedSampler make_weighted_sampler(const std::vector<double>& weights, const ds::World& world,
-                                          std::uint64_t num_samples, bool replacement, std::uint64_t seed,
-                                          ds::Tail tail) {
-  return ds::WeightedSampler(weights, world,
-                             ds::WeightedSamplerOptions()
-                                 .with_num_samples(num_samples)
-                                 .with_replacement(replacement)
-                                 .with_seed(seed)
-                                 .with_tail(tail));
-}
-
-}  // namespace
 
 void register_weighted(py::module_& m) {
+  using O = ds::WeightedSamplerOptions;
+  py::class_<O> wo(m, "WeightedSamplerOptions");
+  wo.def(py::init<>());
+  bind_order_options(wo);
+  wo.def_readwrite("num_samples", &O::num_samples).def_readwrite("replacement", &O::replacement);
+
   using V = ds::WeightedSampler;
   py::class_<V> c(m, "WeightedSampler");
   bind_common(c);
@@ -46,12 +38,9 @@ void register_weighted(py::module_& m) {
       });
   m.def(
       "make_weighted_sampler",
-      [](const std::vector<double>& weights, std::uint64_t rank, std::uint64_t world_size, std::uint64_t num_samples,
-         bool replacement, std::uint64_t seed, const std::string& tail) {
-        return make_weighted_sampler(weights, make_world(rank, world_size), num_samples, replacement, seed,
-                                     tail_of(tail));
-      },
-      "Builds a C++ WeightedSampler.");
+      [](const std::vector<double>& weights, std::uint64_t rank, std::uint64_t world_size,
+         const ds::WeightedSamplerOptions& o) { return ds::WeightedSampler(weights, make_world(rank, world_size), o); },
+      py::arg("weights"), py::arg("rank"), py::arg("world_size"), py::arg("options"), "Builds a C++ WeightedSampler.");
 }
 
 }  // namespace distsampler_python

@@ -9,7 +9,7 @@ from distsampler import _core
 
 MAX_POSITIONAL = 4
 # Factories still taking their settings as long positional tuples, converted family by family (empty when done).
-PENDING = {"make_weighted_sampler", "make_token_batch_sampler",
+PENDING = {"make_token_batch_sampler",
            "make_packed_sequence_sampler", "make_mixture_sampler", "make_streaming_shard_sampler"}
 
 # Each options class bound by field: {field: (a value other than the default, another one)}. The values are
@@ -20,6 +20,8 @@ OPTIONS_FIELDS = {
     "BatchSamplerOptions": {"shuffle": (False, True), "seed": (7, 0), "tail": ("pad", "uneven"),
                             "micro_batch_size": (8, 1), "accumulation_steps": (4, 2), "global_batch_size": (512, 0),
                             "epoch_mode": ("auto_advance", "manual")},
+    "WeightedSamplerOptions": {"shuffle": (False, True), "seed": (3, 0), "tail": ("drop", "pad"),
+                               "num_samples": (100, 0), "replacement": (False, True)},
 }
 
 

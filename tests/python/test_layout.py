@@ -168,7 +168,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
                 "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
-                "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions"]
+                "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions", "WeightedSamplerOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
@@ -195,6 +195,9 @@ def test_core_factories_return_the_class_of_their_order():
     batch_options = _core.BatchSamplerOptions()
     batch_options.micro_batch_size = 2
     batch_options.seed = 1
+    weighted_options = _core.WeightedSamplerOptions()
+    weighted_options.num_samples = 4
+    weighted_options.seed = 1
     cases = [
         (_core.make_distributed_sampler(10, 0, 2, sampler_options, torch=torch_v1), "DistributedSamplerTorchRandperm"),
         (_core.make_distributed_sampler(10, 0, 2, sampler_options), "DistributedSamplerFeistelPermutation"),
@@ -204,7 +207,7 @@ def test_core_factories_return_the_class_of_their_order():
         (_core.make_streaming_shard_sampler([3, 4], 0, 2, 1, True, 1, "pad"), "StreamingShardSampler"),
         (_core.make_mixture_sampler([4, 6], [0.5, 0.5], 0, 1, 2, 1, 0, True, 1, "drop", "first_exhausted", 0, False, 0,
                                     []), "MixtureSampler"),
-        (_core.make_weighted_sampler([1.0, 2.0], 0, 1, 4, True, 1, "pad"), "WeightedSampler"),
+        (_core.make_weighted_sampler([1.0, 2.0], 0, 1, weighted_options), "WeightedSampler"),
     ]
     for core, name in cases:
         assert type(core).__name__ == name

@@ -6,7 +6,7 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _check_tail, _resolve_world, _seed64, _unsigned, _weights
+from ._common import PUBLIC_MODULE, _check_tail, _options, _resolve_world, _seed64, _unsigned, _weights
 from ._life import _Life
 
 
@@ -73,8 +73,10 @@ class DistributedWeightedRandomSampler(_Life, Sampler):
 
     @staticmethod
     def _build(key):
-        weights, *rest = key
-        return _core.make_weighted_sampler(list(weights), *rest)
+        weights, rank, world_size, num_samples, replacement, seed, tail = key
+        options = _options(_core.WeightedSamplerOptions, num_samples=num_samples, replacement=replacement, seed=seed,
+                           tail=tail)
+        return _core.make_weighted_sampler(list(weights), rank, world_size, options)
 
     @staticmethod
     def _fetcher(core):
