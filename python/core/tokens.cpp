@@ -133,6 +133,24 @@ py::dict token_stats(const ds::TokenEpochStats& s) {
 }  // namespace
 
 void register_tokens(py::module_& m) {
+  using O = ds::TokenBatchOptions;
+  py::class_<O> to(m, "TokenBatchOptions");
+  to.def(py::init<>());
+  bind_order_options(to);
+  to.def_readwrite("max_tokens", &O::max_tokens)
+      .def_property(
+          "cost", [](const O& o) { return std::string(ds::to_string(o.cost)); },
+          [](O& o, const std::string& text) { o.cost = token_cost_of(text); })
+      .def_readwrite("quadratic_q", &O::quadratic_q)
+      .def_readwrite("max_samples", &O::max_samples)
+      .def_readwrite("batch_multiple", &O::batch_multiple)
+      .def_readwrite("window", &O::window)
+      .def_readwrite("accumulation_steps", &O::accumulation_steps)
+      .def_readwrite("longest_first", &O::longest_first)
+      .def_property(
+          "oversize", [](const O& o) { return std::string(ds::to_string(o.oversize)); },
+          [](O& o, const std::string& text) { o.oversize = oversize_of(text); });
+
   using T = TokenCore;
   py::class_<T> c(m, "TokenBatchSampler");
   c.attr("max_group") = ds::TokenBatchSampler::max_group;
@@ -176,22 +194,8 @@ void register_tokens(py::module_& m) {
       });
   m.def(
       "make_token_batch_sampler",
-      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, std::uint64_t max_tokens,
-         const std::string& cost, std::uint64_t quadratic_q, std::uint64_t max_samples, std::uint64_t batch_multiple,
-         std::uint64_t window, std::uint64_t accumulation, bool longest_first, const std::string& oversize,
-         bool shuffle, std::uint64_t seed) {
+      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, const ds::TokenBatchOptions& o) {
         const ds::LengthView view = length_view(lengths, "TokenBatchSampler", "length per sample");
-        ds::TokenBatchOptions o;
-        o.with_max_tokens(max_tokens)
-            .with_cost(token_cost_of(cost), quadratic_q)
-            .with_max_samples(max_samples)
-            .with_batch_multiple(batch_multiple)
-            .with_window(window)
-            .with_accumulation_steps(accumulation)
-            .with_longest_first(longest_first)
-            .with_oversize(oversize_of(oversize))
-            .with_shuffle(shuffle)
-            .with_seed(seed);
         const ds::World world = make_world(rank, world_size);
         std::optional<ds::TokenBatchSampler> built;
         {
@@ -200,6 +204,7 @@ void register_tokens(py::module_& m) {
         }
         return TokenCore(std::move(lengths), std::move(*built));
       },
+      py::arg("lengths"), py::arg("rank"), py::arg("world_size"), py::arg("options"),
       "Builds a C++ TokenBatchSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
 }
 

@@ -9,8 +9,7 @@ from distsampler import _core
 
 MAX_POSITIONAL = 4
 # Factories still taking their settings as long positional tuples, converted family by family (empty when done).
-PENDING = {"make_token_batch_sampler",
-           "make_packed_sequence_sampler", "make_mixture_sampler", "make_streaming_shard_sampler"}
+PENDING = {"make_packed_sequence_sampler", "make_mixture_sampler", "make_streaming_shard_sampler"}
 
 # Each options class bound by field: {field: (a value other than the default, another one)}. The values are
 # read back exactly as they were set (enums by the names their parsers read).
@@ -22,6 +21,11 @@ OPTIONS_FIELDS = {
                             "epoch_mode": ("auto_advance", "manual")},
     "WeightedSamplerOptions": {"shuffle": (False, True), "seed": (3, 0), "tail": ("drop", "pad"),
                                "num_samples": (100, 0), "replacement": (False, True)},
+    "TokenBatchOptions": {"shuffle": (False, True), "seed": (5, 0), "tail": ("drop", "pad"),
+                          "max_tokens": (4096, 1), "cost": ("quadratic", "linear"), "quadratic_q": (64, 1),
+                          "max_samples": (32, 0), "batch_multiple": (8, 1), "window": (4096, 1),
+                          "accumulation_steps": (4, 2), "longest_first": (True, False),
+                          "oversize": ("skip", "own_batch")},
 }
 
 

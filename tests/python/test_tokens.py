@@ -96,8 +96,10 @@ def test_uint32_lengths_are_used_in_place_and_kept_alive():
     s = TokenBatchSampler(lengths, 4096, 1, 0, seed=1)
     assert s.lengths is lengths  # contiguous uint32: no copy
     before = sys.getrefcount(lengths)
-    core = _core.make_token_batch_sampler(lengths, 0, 1, 4096, "padded", 1024, 0, 1, 1 << 20, 1, False, "error", True,
-                                          1)
+    options = _core.TokenBatchOptions()
+    options.max_tokens = 4096
+    options.seed = 1
+    core = _core.make_token_batch_sampler(lengths, 0, 1, options)
     assert sys.getrefcount(lengths) == before + 2  # the C++ sampler holds the array and a buffer export of it
     expected = core.micro_batches(0, 1000)
     del lengths, s

@@ -4,7 +4,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _positive, _product, _resolve_world, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _options, _positive, _product, _resolve_world, _seed64, _unsigned
 from .batch import _StepSampler
 
 _COSTS = ("padded", "linear", "quadratic")
@@ -164,7 +164,13 @@ class TokenBatchSampler(_StepSampler):
                 self.shuffle, _seed64("TokenBatchSampler", self.seed))
 
     def _build(self, key):
-        return _core.make_token_batch_sampler(self.lengths, *key)
+        (rank, world_size, max_tokens, cost, quadratic_q, max_samples, batch_multiple, window, accumulation_steps,
+         longest_first, oversize, shuffle, seed) = key
+        options = _options(_core.TokenBatchOptions, max_tokens=max_tokens, cost=cost, quadratic_q=quadratic_q,
+                           max_samples=max_samples, batch_multiple=batch_multiple, window=window,
+                           accumulation_steps=accumulation_steps, longest_first=longest_first, oversize=oversize,
+                           shuffle=shuffle, seed=seed)
+        return _core.make_token_batch_sampler(self.lengths, rank, world_size, options)
 
     def _padding_flags(self, j, batch_size):
         return [False] * len(self._fetcher(self._progress.core)(j, 1)[0])  # a token batch never pads
