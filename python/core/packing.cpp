@@ -84,6 +84,20 @@ py::dict pack_stats(const ds::PackEpochStats& s) {
 }  // namespace
 
 void register_packing(py::module_& m) {
+  using O = ds::PackOptions;
+  py::class_<O> po(m, "PackOptions");
+  po.def(py::init<>());
+  bind_order_options(po);
+  bind_batch_shape_options(po);
+  po.def_readwrite("seq_len", &O::seq_len)
+      .def_property(
+          "mode", [](const O& o) { return std::string(ds::to_string(o.mode)); },
+          [](O& o, const std::string& text) { o.mode = ds::parse_pack_mode(text, "PackedSequenceSampler: mode"); })
+      .def_readwrite("window", &O::window)
+      .def_readwrite("chunk", &O::chunk)
+      .def_readwrite("split_long", &O::split_long)
+      .def_readwrite("plan_limit", &O::plan_limit);
+
   using T = PackCore;
   py::class_<T> c(m, "PackedSequenceSampler");
   bind_held_common(c);
@@ -124,22 +138,8 @@ void register_packing(py::module_& m) {
       });
   m.def(
       "make_packed_sequence_sampler",
-      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, std::uint64_t seq_len,
-         std::uint64_t micro_batch_size, std::uint64_t accumulation, std::uint64_t global_batch,
-         const std::string& mode, std::uint64_t window, std::uint64_t chunk, bool split_long, bool shuffle,
-         std::uint64_t seed, std::uint64_t plan_limit) {
+      [](py::array lengths, std::uint64_t rank, std::uint64_t world_size, const ds::PackOptions& o) {
         const ds::LengthView view = length_view(lengths, "PackedSequenceSampler", "token count per document");
-        ds::PackOptions o;
-        o.with_seq_len(seq_len)
-            .with_micro_batch_size(micro_batch_size)
-            .with_accumulation_steps(accumulation)
-            .with_global_batch_size(global_batch)
-            .with_mode(ds::parse_pack_mode(mode, "PackedSequenceSampler: mode"))
-            .with_window(window, chunk)
-            .with_split_long(split_long)
-            .with_shuffle(shuffle)
-            .with_seed(seed)
-            .with_plan_limit(plan_limit);
         const ds::World world = make_world(rank, world_size);
         std::optional<ds::PackedSequenceSampler> built;
         {
@@ -148,6 +148,7 @@ void register_packing(py::module_& m) {
         }
         return PackCore(std::move(lengths), std::move(*built));
       },
+      py::arg("lengths"), py::arg("rank"), py::arg("world_size"), py::arg("options"),
       "Builds a C++ PackedSequenceSampler over a 1-D C-contiguous uint32 array of lengths (kept alive, not copied).");
 }
 

@@ -169,7 +169,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
                 "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions", "WeightedSamplerOptions",
-                "TokenBatchOptions"]
+                "TokenBatchOptions", "PackOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",

@@ -8,7 +8,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _options, _seed64, _unsigned
 from .batch import _StepSampler
 from .tokens import _token_lengths
 
@@ -113,7 +113,13 @@ class PackedSequenceSampler(_StepSampler):
                 self.plan_limit)
 
     def _build(self, key):
-        return _core.make_packed_sequence_sampler(self.lengths, *key)
+        (rank, world_size, seq_len, micro_batch_size, accumulation_steps, global_batch_size, mode, window, chunk,
+         split_long, shuffle, seed, plan_limit) = key
+        options = _options(_core.PackOptions, seq_len=seq_len, micro_batch_size=micro_batch_size,
+                           accumulation_steps=accumulation_steps, global_batch_size=global_batch_size, mode=mode,
+                           window=window, chunk=chunk, split_long=split_long, shuffle=shuffle, seed=seed,
+                           plan_limit=plan_limit)
+        return _core.make_packed_sequence_sampler(self.lengths, rank, world_size, options)
 
     def _fetcher(self, core):
         return core.micro_batches
