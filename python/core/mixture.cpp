@@ -20,30 +20,47 @@ ds::MixtureEnd mixture_end(const std::string& end) {
                                      {"steps", ds::MixtureEnd::steps}});
 }
 
-// global_batch 0: accumulation_steps decides the global batch (as batch_options).
-ds::MixtureSampler make_mixture_sampler(std::vector<std::uint64_t> sizes, const std::vector<double>& weights,
-                                        const ds::World& world, std::uint64_t micro, std::uint64_t accumulation,
-                                        std::uint64_t global_batch, bool shuffle, std::uint64_t seed, ds::Tail tail,
-                                        const std::string& end, std::uint64_t end_count, bool replacement,
-                                        std::uint64_t mixing_block, std::vector<ds::WeightChange> schedule) {
-  ds::MixtureOptions o;
-  o.with_micro_batch_size(micro).with_mixing_block(mixing_block).with_end(mixture_end(end), end_count);
-  if (global_batch != 0) {
-    o.with_global_batch_size(global_batch);
-  } else {
-    o.with_accumulation_steps(accumulation);
+const char* mixture_end_name(ds::MixtureEnd end) {
+  switch (end) {
+    case ds::MixtureEnd::first_exhausted:
+      return "first_exhausted";
+    case ds::MixtureEnd::all_seen:
+      return "all_seen";
+    case ds::MixtureEnd::samples:
+      return "samples";
+    case ds::MixtureEnd::steps:
+      return "steps";
   }
-  o.with_replacement(replacement)
-      .with_schedule(std::move(schedule))
-      .with_shuffle(shuffle)
-      .with_seed(seed)
-      .with_tail(tail);
-  return ds::MixtureSampler(std::move(sizes), weights, world, std::move(o));
+  return "invalid";
 }
 
 }  // namespace
 
 void register_mixture(py::module_& m) {
+  using O = ds::MixtureOptions;
+  py::class_<O> mo(m, "MixtureOptions");
+  mo.def(py::init<>());
+  bind_order_options(mo);
+  bind_batch_shape_options(mo);
+  mo.def_readwrite("mixing_block", &O::mixing_block)
+      .def_property(
+          "end", [](const O& o) { return std::string(mixture_end_name(o.end)); },
+          [](O& o, const std::string& text) { o.end = mixture_end(text); })
+      .def_readwrite("end_count", &O::end_count)
+      .def_readwrite("replacement", &O::replacement)
+      // (step, weights) pairs: from `step` on, the sources mix by `weights`.
+      .def_property(
+          "schedule",
+          [](const O& o) {
+            std::vector<std::pair<std::uint64_t, std::vector<double>>> out;
+            for (const auto& change : o.schedule) out.emplace_back(change.step, change.weights);
+            return out;
+          },
+          [](O& o, const std::vector<std::pair<std::uint64_t, std::vector<double>>>& schedule) {
+            o.schedule.clear();
+            for (const auto& change : schedule) o.schedule.push_back(ds::WeightChange{change.first, change.second});
+          });
+
   using X = ds::MixtureSampler;
   py::class_<X> c(m, "MixtureSampler");
   bind_step_sampler(c);
@@ -83,18 +100,12 @@ void register_mixture(py::module_& m) {
       });
   m.def(
       "make_mixture_sampler",
-      [](std::vector<std::uint64_t> sizes, const std::vector<double>& weights, std::uint64_t rank,
-         std::uint64_t world_size, std::uint64_t micro, std::uint64_t accumulation, std::uint64_t global_batch,
-         bool shuffle, std::uint64_t seed, const std::string& tail, const std::string& end, std::uint64_t end_count,
-         bool replacement, std::uint64_t mixing_block,
-         const std::vector<std::pair<std::uint64_t, std::vector<double>>>& schedule) {
-        std::vector<ds::WeightChange> changes;
-        for (const auto& change : schedule) changes.push_back(ds::WeightChange{change.first, change.second});
-        return make_mixture_sampler(std::move(sizes), weights, make_world(rank, world_size), micro, accumulation,
-                                    global_batch, shuffle, seed, tail_of(tail), end, end_count, replacement,
-                                    mixing_block, std::move(changes));
+      [](std::vector<std::uint64_t> sizes, std::uint64_t rank, std::uint64_t world_size, const ds::MixtureOptions& o,
+         const std::vector<double>& weights) {
+        return ds::MixtureSampler(std::move(sizes), weights, make_world(rank, world_size), o);
       },
-      "Builds a C++ MixtureSampler; end is \"first_exhausted\", \"all_seen\", \"samples\" or \"steps\".");
+      py::arg("source_sizes"), py::arg("rank"), py::arg("world_size"), py::arg("options"), py::kw_only(),
+      py::arg("weights"), "Builds a C++ MixtureSampler over sources of source_sizes samples mixed by weights.");
 }
 
 }  // namespace distsampler_python

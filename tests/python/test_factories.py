@@ -9,7 +9,7 @@ from distsampler import _core
 
 MAX_POSITIONAL = 4
 # Factories still taking their settings as long positional tuples, converted family by family (empty when done).
-PENDING = {"make_mixture_sampler", "make_streaming_shard_sampler"}
+PENDING = {"make_streaming_shard_sampler"}
 
 # Each options class bound by field: {field: (a value other than the default, another one)}. The values are
 # read back exactly as they were set (enums by the names their parsers read).
@@ -30,6 +30,10 @@ OPTIONS_FIELDS = {
                     "micro_batch_size": (4, 1), "accumulation_steps": (2, 3), "global_batch_size": (64, 0),
                     "seq_len": (4096, 1), "mode": ("best-fit", "concat"), "window": (512, 1), "chunk": (16, 1),
                     "split_long": (False, True), "plan_limit": (128, 1)},
+    "MixtureOptions": {"shuffle": (False, True), "seed": (11, 0), "tail": ("pad", "uneven"),
+                       "micro_batch_size": (4, 1), "accumulation_steps": (2, 3), "global_batch_size": (64, 0),
+                       "mixing_block": (8, 1), "end": ("steps", "all_seen"), "end_count": (100, 1),
+                       "replacement": (True, False), "schedule": ([(10, [0.25, 0.75])], [])},
 }
 
 

@@ -169,7 +169,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
                 "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions", "WeightedSamplerOptions",
-                "TokenBatchOptions", "PackOptions"]
+                "TokenBatchOptions", "PackOptions", "MixtureOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
@@ -199,6 +199,9 @@ def test_core_factories_return_the_class_of_their_order():
     weighted_options = _core.WeightedSamplerOptions()
     weighted_options.num_samples = 4
     weighted_options.seed = 1
+    mixture_options = _core.MixtureOptions()
+    mixture_options.micro_batch_size = 2
+    mixture_options.seed = 1
     cases = [
         (_core.make_distributed_sampler(10, 0, 2, sampler_options, torch=torch_v1), "DistributedSamplerTorchRandperm"),
         (_core.make_distributed_sampler(10, 0, 2, sampler_options), "DistributedSamplerFeistelPermutation"),
@@ -206,8 +209,7 @@ def test_core_factories_return_the_class_of_their_order():
          "DistributedBatchSamplerTorchRandperm"),
         (_core.make_distributed_batch_sampler(10, 0, 2, batch_options), "DistributedBatchSamplerFeistelPermutation"),
         (_core.make_streaming_shard_sampler([3, 4], 0, 2, 1, True, 1, "pad"), "StreamingShardSampler"),
-        (_core.make_mixture_sampler([4, 6], [0.5, 0.5], 0, 1, 2, 1, 0, True, 1, "drop", "first_exhausted", 0, False, 0,
-                                    []), "MixtureSampler"),
+        (_core.make_mixture_sampler([4, 6], 0, 1, mixture_options, weights=[0.5, 0.5]), "MixtureSampler"),
         (_core.make_weighted_sampler([1.0, 2.0], 0, 1, weighted_options), "WeightedSampler"),
     ]
     for core, name in cases:

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _seed64, _sequence, _unsigned, _weights
+from ._common import PUBLIC_MODULE, _options, _seed64, _sequence, _unsigned, _weights
 from .batch import _StepSampler
 
 _ENDS = ("first_exhausted", "all_seen", "samples", "steps")
@@ -100,7 +100,16 @@ class MixtureBatchSampler(_StepSampler):
 
     @staticmethod
     def _build(key):
-        return _core.make_mixture_sampler(*key)
+        (sizes, weights, rank, world_size, micro, accumulation, global_batch, shuffle, seed, tail, end, end_count,
+         replacement, mixing_block, schedule) = key
+        options = _options(_core.MixtureOptions, micro_batch_size=micro, shuffle=shuffle, seed=seed, tail=tail,
+                           end=end, end_count=end_count, replacement=replacement, mixing_block=mixing_block,
+                           schedule=schedule)
+        if global_batch != 0:  # 0: accumulation_steps decides the global batch
+            options.global_batch_size = global_batch
+        else:
+            options.accumulation_steps = accumulation
+        return _core.make_mixture_sampler(sizes, rank, world_size, options, weights=weights)
 
     def pairs_of(self, global_indices):
         """``(source, index)`` of each global index of the concatenation."""
