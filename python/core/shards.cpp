@@ -26,6 +26,20 @@ py::list schedule_list(const std::vector<ds::ScheduledShard>& plan) {
 }  // namespace
 
 void register_shards(py::module_& m) {
+  using O = ds::ShardSamplerOptions;
+  py::class_<O> so(m, "ShardSamplerOptions");
+  so.def(py::init<>());
+  bind_order_options(so);
+  so.def_readwrite("canonical_streams", &O::canonical_streams)
+      .def_readwrite("max_open_shards", &O::max_open_shards)
+      .def_readwrite("run_length", &O::run_length)
+      .def_readwrite("shuffle_window", &O::shuffle_window)
+      .def_readwrite("rotate_shards", &O::rotate_shards)
+      .def_readwrite("num_workers", &O::num_workers)
+      // The presets (the default-constructed options are mixed()).
+      .def_static("mixed", &O::mixed)
+      .def_static("sequential", &O::sequential);
+
   using Z = ds::StreamingShardSampler;
   py::class_<Z>(m, "StreamingShardSampler")
       .def_property_readonly("epoch", &Z::epoch)
@@ -82,36 +96,13 @@ void register_shards(py::module_& m) {
       });
   m.def(
       "make_streaming_shard_sampler",
-      [](std::vector<std::uint64_t> sizes, std::uint64_t rank, std::uint64_t world_size, std::uint64_t num_workers,
-         bool shuffle, std::uint64_t seed, const std::string& tail, const std::string& preset,
-         std::optional<std::uint64_t> canonical_streams, std::optional<std::uint64_t> max_open_shards,
-         std::optional<std::uint64_t> run_length, std::optional<std::uint64_t> shuffle_window,
-         std::optional<bool> rotate_shards) {
-        // The preset first, then every option given explicitly (ShardSamplerOptions::mixed() is the default).
-        ds::ShardSamplerOptions o;
-        if (preset == "sequential") {
-          o = ds::ShardSamplerOptions::sequential();
-        } else if (preset != "mixed") {
-          throw ds::config_error("ShardStream: preset \"" + preset +
-                                 "\" is unknown (expected \"mixed\", the default, or \"sequential\")");
-        }
-        o.shuffle = shuffle;
-        o.seed = seed;
-        o.tail = tail_of(tail);
-        if (canonical_streams) o.canonical_streams = *canonical_streams;
-        if (max_open_shards) o.max_open_shards = *max_open_shards;
-        if (run_length) o.run_length = *run_length;
-        if (shuffle_window) o.shuffle_window = *shuffle_window;
-        if (rotate_shards) o.rotate_shards = *rotate_shards;
-        return ds::StreamingShardSampler(std::move(sizes), make_world(rank, world_size),
-                                         o.with_num_workers(num_workers));
+      [](std::vector<std::uint64_t> sizes, std::uint64_t rank, std::uint64_t world_size,
+         const ds::ShardSamplerOptions& o) {
+        return ds::StreamingShardSampler(std::move(sizes), make_world(rank, world_size), o);
       },
-      py::arg("shard_sizes"), py::arg("rank"), py::arg("world_size"), py::arg("num_workers"), py::arg("shuffle"),
-      py::arg("seed"), py::arg("tail"), py::arg("preset") = "mixed", py::arg("canonical_streams") = py::none(),
-      py::arg("max_open_shards") = py::none(), py::arg("run_length") = py::none(),
-      py::arg("shuffle_window") = py::none(), py::arg("rotate_shards") = py::none(),
-      "Builds a C++ StreamingShardSampler: the preset's options (ShardSamplerOptions::mixed() or sequential()), "
-      "then each option given.");
+      py::arg("shard_sizes"), py::arg("rank"), py::arg("world_size"), py::arg("options"),
+      "Builds a C++ StreamingShardSampler (options: a ShardSamplerOptions, from its preset mixed() or "
+      "sequential(), then each option set).");
 }
 
 }  // namespace distsampler_python

@@ -8,8 +8,6 @@ import pytest
 from distsampler import _core
 
 MAX_POSITIONAL = 4
-# Factories still taking their settings as long positional tuples, converted family by family (empty when done).
-PENDING = {"make_streaming_shard_sampler"}
 
 # Each options class bound by field: {field: (a value other than the default, another one)}. The values are
 # read back exactly as they were set (enums by the names their parsers read).
@@ -34,6 +32,9 @@ OPTIONS_FIELDS = {
                        "micro_batch_size": (4, 1), "accumulation_steps": (2, 3), "global_batch_size": (64, 0),
                        "mixing_block": (8, 1), "end": ("steps", "all_seen"), "end_count": (100, 1),
                        "replacement": (True, False), "schedule": ([(10, [0.25, 0.75])], [])},
+    "ShardSamplerOptions": {"shuffle": (False, True), "seed": (13, 0), "tail": ("drop", "uneven"),
+                            "canonical_streams": (64, 1), "max_open_shards": (8, 1), "run_length": (4, 2),
+                            "shuffle_window": (2, 1), "rotate_shards": (False, True), "num_workers": (4, 2)},
 }
 
 
@@ -66,8 +67,6 @@ def test_there_are_factories():
 
 @pytest.mark.parametrize("name", _factories())
 def test_each_factory_takes_at_most_four_positional_arguments(name):
-    if name in PENDING:
-        pytest.xfail(f"_core.{name} is not converted yet")
     count = _positional_parameters(getattr(_core, name))
     assert count <= MAX_POSITIONAL, f"_core.{name} takes {count} positional arguments (expected at most 4)"
 
@@ -114,3 +113,9 @@ def test_options_classes_refuse_unknown_names_and_wrong_types():
 def test_every_options_class_is_covered():
     bound = sorted(name for name in dir(_core) if name.endswith("Options"))
     assert bound == sorted(OPTIONS_FIELDS)
+
+
+def test_the_shard_presets_are_options_objects():
+    mixed, sequential = _core.ShardSamplerOptions.mixed(), _core.ShardSamplerOptions.sequential()
+    assert mixed.run_length == _core.ShardSamplerOptions().run_length
+    assert (sequential.max_open_shards, sequential.rotate_shards) != (mixed.max_open_shards, mixed.rotate_shards)

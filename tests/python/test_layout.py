@@ -169,7 +169,7 @@ CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorch
                 "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
                 "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions", "WeightedSamplerOptions",
-                "TokenBatchOptions", "PackOptions", "MixtureOptions"]
+                "TokenBatchOptions", "PackOptions", "MixtureOptions", "ShardSamplerOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
@@ -202,13 +202,15 @@ def test_core_factories_return_the_class_of_their_order():
     mixture_options = _core.MixtureOptions()
     mixture_options.micro_batch_size = 2
     mixture_options.seed = 1
+    shard_options = _core.ShardSamplerOptions()
+    shard_options.seed = 1
     cases = [
         (_core.make_distributed_sampler(10, 0, 2, sampler_options, torch=torch_v1), "DistributedSamplerTorchRandperm"),
         (_core.make_distributed_sampler(10, 0, 2, sampler_options), "DistributedSamplerFeistelPermutation"),
         (_core.make_distributed_batch_sampler(10, 0, 2, batch_options, torch=torch_v1),
          "DistributedBatchSamplerTorchRandperm"),
         (_core.make_distributed_batch_sampler(10, 0, 2, batch_options), "DistributedBatchSamplerFeistelPermutation"),
-        (_core.make_streaming_shard_sampler([3, 4], 0, 2, 1, True, 1, "pad"), "StreamingShardSampler"),
+        (_core.make_streaming_shard_sampler([3, 4], 0, 2, shard_options), "StreamingShardSampler"),
         (_core.make_mixture_sampler([4, 6], 0, 1, mixture_options, weights=[0.5, 0.5]), "MixtureSampler"),
         (_core.make_weighted_sampler([1.0, 2.0], 0, 1, weighted_options), "WeightedSampler"),
     ]

@@ -107,7 +107,10 @@ def test_a_state_of_workers_blocks_apart_is_compact_and_resumes_exactly_once():
     assert text.startswith("distsampler-state v4 ")
     assert " consumed=8576 strided=8704-9088/512x15 checksum=" in text
     # The state round-trips: a sampler resumed from it, with nothing read yet, saves the same text.
-    core = _core.make_streaming_shard_sampler(sizes, 0, 2, 4, True, 9, "pad")
+    options = _core.ShardSamplerOptions()
+    options.num_workers = 4
+    options.seed = 9
+    core = _core.make_streaming_shard_sampler(sizes, 0, 2, options)
     core.resume(text)
     assert core.state_per_worker([0, 0, 0, 0]) == text
     rest = []

@@ -166,10 +166,14 @@ class ShardStream(_Checkpointed):
 
     def _sampler(self, num_workers, rank=None):
         """The C++ StreamingShardSampler of this stream's settings for `num_workers` workers per rank."""
+        # The preset first, then every option given explicitly.
+        options = _core.ShardSamplerOptions.sequential() if self.preset == "sequential" else \
+            _core.ShardSamplerOptions.mixed()
+        for name, value in dict(self.locality, num_workers=num_workers, shuffle=self.shuffle,
+                                seed=_seed64("ShardStream", self.seed), tail=self.tail).items():
+            setattr(options, name, value)
         return _core.make_streaming_shard_sampler(self.shard_sizes, self.rank if rank is None else rank,
-                                                  self.num_replicas, num_workers, self.shuffle,
-                                                  _seed64("ShardStream", self.seed), self.tail, self.preset,
-                                                  **self.locality)
+                                                  self.num_replicas, options)
 
     def _positioned(self, num_workers, rank=None):
         core = self._sampler(num_workers, rank)
