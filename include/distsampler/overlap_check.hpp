@@ -297,6 +297,29 @@ void skip_outside(ReadSums& sums, std::uint64_t n, std::uint64_t start, std::uin
   each_skipped_by(start + covered, n, process, skip);
 }
 
+// The sums of a step sampler over a BatchLayout (batch_layout.hpp: num_steps, micro_batches,
+// length, is_padding, position, read_end): every element rank `r` reads in every micro-batch
+// of every step, as the slot `slot_at(position)` (padding flagged), then this process's share
+// of the positions before `start` and from read_end() to `n` (skip_outside).
+template <class Layout, class SlotAt>
+[[nodiscard]] ReadSums layout_sums(const Layout& layout, std::uint64_t r, std::uint64_t n, std::uint64_t start,
+                                   const World& process, const SlotAt& slot_at) {
+  ReadSums sums;
+  for (std::uint64_t step = 0; step < layout.num_steps(); ++step) {
+    for (std::uint64_t k = 0; k < layout.micro_batches(step); ++k) {
+      for (std::uint64_t e = 0; e < layout.length(step, k, r); ++e) {
+        if (layout.is_padding(step, k, r, e)) {
+          sums.padding();
+        } else {
+          sums.read(slot_at(layout.position(step, k, r, e)));
+        }
+      }
+    }
+  }
+  skip_outside(sums, n, start, layout.read_end() - start, process, slot_at);
+  return sums;
+}
+
 }  // namespace detail
 
 // Each sampler family declares beside itself (found by argument-dependent lookup):

@@ -19,23 +19,8 @@ DISTSAMPLER_NAMESPACE_BEGIN
 /// (what Tail::drop leaves out). O(num_steps x G / W + N / W); deterministic.
 template <class P>
 [[nodiscard]] ReadSums segment_sums(const DistributedBatchSampler<P>& s, const World& process) {
-  ReadSums sums;
-  const BatchLayout& layout = s.layout();
-  const std::uint64_t r = s.rank();
-  for (std::uint64_t step = 0; step < layout.num_steps(); ++step) {
-    for (std::uint64_t k = 0; k < layout.micro_batches(step); ++k) {
-      for (std::uint64_t e = 0; e < layout.length(step, k, r); ++e) {
-        if (layout.is_padding(step, k, r, e)) {
-          sums.padding();
-        } else {
-          sums.read(s.index_at_position(layout.position(step, k, r, e)));
-        }
-      }
-    }
-  }
-  const std::uint64_t n = s.dataset_size(), start = s.start(), covered = layout.read_end() - start;
-  detail::skip_outside(sums, n, start, covered, process, [&](std::uint64_t p) { return s.index_at_position(p); });
-  return sums;
+  return detail::layout_sums(s.layout(), s.rank(), s.dataset_size(), s.start(), process,
+                             [&](std::uint64_t p) { return s.index_at_position(p); });
 }
 
 /// The guards' shape of a DistributedBatchSampler: its micro-batch size and accumulation
