@@ -314,10 +314,12 @@ std::string program_help() {
       "distsampler: print and check the per-rank index orders of distributed samplers\n\n"
       "usage:\n";
   for (const auto& c : commands()) out += fmt::format("  {}\n", c.synopsis);
+  out += fmt::format("  {}\n", index_synopsis);
   out += "  distsampler COMMAND --help    the flags of one command\n\ncommands:\n";
   for (const auto& c : commands()) {
     out += fmt::format("  {:<8} {}\n", c.name, c.brief);
   }
+  out += fmt::format("  {:<8} {}\n", "index", index_brief);
   out += fmt::format(
       "\norder flags: --seed S, --epoch E, --shuffle feistel|torch|none, --tail pad|drop|uneven,\n"
       "--torch-generation v1|v2.7\n{}\n",

@@ -158,6 +158,11 @@ int run_command(const Invocation& invocation);
 int run_mesh(const Invocation& invocation);
 /// `distsampler index FILES...` (argv[1..], "index" first): its own parser, as it takes file operands; prints its
 /// errors itself and returns the exit status (0 ok, 2 bad usage or a bad file). Never throws.
+/// `distsampler index`: its own argument parser (files, not the flag table); its usage line and brief are
+/// listed by `distsampler --help` with the table's commands.
+inline constexpr std::string_view index_synopsis =
+    "distsampler index [--format jsonl|tar|megatron|npy] [--cache-dir DIR] [--verify] [--threads N] FILES...";
+inline constexpr std::string_view index_brief = "build (or with --verify check) the cached index of each shard file";
 int run_index(const std::vector<std::string_view>& args);
 
 /// "with --shuffle torch, --size at most N": the limit every command of the torch engine shares.

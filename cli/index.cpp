@@ -19,9 +19,6 @@ namespace {
 
 namespace ds = distsampler;
 
-constexpr std::string_view index_synopsis =
-    "distsampler index [--format jsonl|tar|megatron|npy] [--cache-dir DIR] [--verify] [--threads N] FILES...";
-
 std::string index_help() {
   return fmt::format(
       "usage: {}\n\n"

@@ -207,6 +207,9 @@ if part help; then
 # ---------------------------------------------------------------------------------------------------------
 # Help: the program's and each command's, exit 0, usage on stdout.
 help_ok --help -- indices check shards batches state "exit status"
+# Every command is listed, with its usage line: those of the flag table and `index` (its own parser).
+help_ok --help -- '  distsampler index [--format' '  index    build (or with --verify check) the cached index' \
+    '  tokens   ' '  mix      ' '  pack     ' '  mesh     ' '  stream   '
 help_ok -h -- indices check shards batches state
 help_ok help -- indices check shards batches state
 help_ok help shards -- --shard-sizes --workers --max-open-shards --run-length --run-window --ranges --rank --shard-schedule

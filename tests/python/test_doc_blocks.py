@@ -157,6 +157,17 @@ def test_harness_finds_every_kind_of_block():
     assert {"README.md", "docs/CLI.md"} <= _transcript_docs()
 
 
+def test_the_readme_guides_table_lists_every_guide():
+    # A guide missing from the README's table is a guide its readers do not find.
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    table = readme.split("\n## Guides\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| \[docs/([A-Z]+\.md)\]\(docs/\1\) \| ", table, re.M))
+    guides = {p[len("docs/"):] for p in doc_blocks.documents() if p.startswith("docs/")}
+    assert guides - listed == set(), f"README.md's guides table leaves out {sorted(guides - listed)}"
+    assert listed - guides == set(), f"README.md's guides table names missing files {sorted(listed - guides)}"
+
+
 def test_blocks_reader_reports_file_and_line(tmp_path):
     doc = tmp_path / "x.md"
     doc.write_text("text\n<!-- fragment -->\n```python\na = 1\n```\n\n```python\nprint(a)\n```\n```sh\nopen\n")
@@ -235,6 +246,13 @@ def test_launchers_torchrun_commands_behave_as_documented(tmp_path):
         out = run(command)
         assert out.returncode == 0, f"{command}:\n{out.stdout}{out.stderr}"
         assert sorted(re.findall(rank_line, out.stdout, re.M)) == ["0", "1"], f"{command}:\n{out.stdout}"
+    # The venv form, with the venv running these tests for `.venv` and a train.py that imports the package.
+    (venv_form,) = _commands("docs/LAUNCHERS.md", "example: torchrun-venv")
+    assert venv_form.startswith(".venv/bin/python -m torch.distributed.run ") and venv_form.endswith(" train.py")
+    (tmp_path / "train.py").write_text("import distsampler  # noqa: F401\n" + (tmp_path / "probe.py").read_text())
+    out = run(shlex.quote(sys.executable) + venv_form[len(".venv/bin/python"):])
+    assert out.returncode == 0, f"{venv_form}:\n{out.stdout}{out.stderr}"
+    assert sorted(re.findall(rank_line, out.stdout, re.M)) == ["0", "1"], f"{venv_form}:\n{out.stdout}"
     (crash,) = _commands("docs/LAUNCHERS.md", "example: torchrun-crash")
     if torch.__version__.startswith("1.13") and sys.version_info[:2] == (3, 11):  # what the page describes
         out = run(crash)

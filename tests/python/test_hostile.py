@@ -391,3 +391,64 @@ def test_a_shard_stream_state_resumes_on_a_random_other_world_reading_every_rema
         s.load_state_dict(states[0])
         rest += [x.index for x in s]
     assert sorted(first + rest) == list(range(sum(sizes)))
+
+
+# Every bool argument of the library's own samplers takes True or False only: bool() would read the
+# strings "False" and "no" as True. (DistributedSampler keeps torch's truthiness for `shuffle`.)
+FLAGS = [("DistributedBatchSampler", "shuffle"), ("DistributedBatchSampler", "as_numpy"),
+         ("MixtureBatchSampler", "shuffle"), ("MixtureBatchSampler", "replacement"),
+         ("MixtureBatchSampler", "as_pairs"), ("PackedSequenceSampler", "split_long"),
+         ("PackedSequenceSampler", "shuffle"), ("ShardStream", "shuffle"), ("TokenBatchSampler", "longest_first"),
+         ("TokenBatchSampler", "shuffle")]
+
+
+@pytest.mark.parametrize("family,arg", FLAGS)
+@pytest.mark.parametrize("value", ["False", "no", "", 0, 1, 1.0, None, [False]])
+def test_bool_arguments_refuse_strings_numbers_and_none_by_name(family, arg, value):
+    with pytest.raises(distsampler.ConfigError) as info:
+        build(family, **{arg: value})
+    assert str(info.value) == f"{family}: {arg} {value!r} is a {type(value).__name__} (expected True or False)"
+
+
+@pytest.mark.parametrize("family,arg", FLAGS)
+@pytest.mark.parametrize("value", [True, False, np.True_, np.False_])
+def test_bool_arguments_take_python_and_numpy_bools(family, arg, value):
+    sampler = build(family, **{arg: value})
+    assert getattr(sampler, arg) is bool(value)
+
+
+def test_the_loaders_padding_mask_is_a_bool():
+    from distsampler.torch import DataLoader
+    with pytest.raises(distsampler.ConfigError) as info:
+        DataLoader(range(10), sampler=build("DistributedSampler"), padding_mask="False")
+    assert str(info.value) == "DataLoader: padding_mask 'False' is a str (expected True or False)"
+
+
+@pytest.mark.parametrize("value,message", [
+    ("7", "seed '7' is not an integer (expected an int)"),
+    (1.5, "seed 1.5 is not an integer (expected an int)"),
+    (True, "seed True is a bool (expected an int)"),
+    (1 << 64, f"seed {1 << 64} is out of range (expected -2^63..2^64-1, as torch.manual_seed)"),
+])
+def test_stream_dataset_seeds_are_checked_as_every_samplers_are(tmp_path, value, message):
+    from distsampler.torch import StreamDataset
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    with pytest.raises(distsampler.ConfigError) as info:
+        StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1, seed=value)
+    assert str(info.value) == f"StreamDataset: {message}"
+    # -1 is 2^64 - 1, as torch takes negative seeds
+    assert StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1, seed=-1).seed == (1 << 64) - 1
+
+
+@pytest.mark.parametrize("value,message", [
+    ([-1], "byte size -1 is out of range (expected 0..18446744073709551615)"),
+    ([1 << 64], f"byte size {1 << 64} is out of range (expected 0..18446744073709551615)"),
+    (["12"], "byte size '12' is not an integer (expected an int)"),
+    (7, "byte_sizes 7 is not a sequence (expected a list of byte sizes, 'auto' or None)"),
+])
+def test_stream_dataset_byte_sizes_are_refused_by_name(tmp_path, value, message):
+    from distsampler.torch import StreamDataset
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    with pytest.raises(distsampler.ConfigError) as info:
+        StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1, byte_sizes=value)
+    assert str(info.value) == f"StreamDataset: {message}"

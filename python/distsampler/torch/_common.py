@@ -58,6 +58,14 @@ def _is_bool(value):
     return isinstance(value, bool) or type(value).__name__ == "bool_"
 
 
+def _flag(who, name, value):
+    """A bool argument: Python's or NumPy's bool. Anything else is refused by name (ConfigError): ``bool()``
+    would take the strings "False" and "no" as True, and an int is a slip for another argument."""
+    if _is_bool(value):
+        return bool(value)
+    raise ConfigError(f"{who}: {name} {value!r} is a {type(value).__name__} (expected True or False)")
+
+
 def _index(who, name, value):
     if _is_bool(value):
         raise ConfigError(f"{who}: {name} {value!r} is a bool (expected an int)")

@@ -4,8 +4,8 @@ from torch.utils.data import Sampler
 
 from .. import _core
 from .._core import ConfigError
-from ._common import (PUBLIC_MODULE, _check_tail, _options, _positive, _product, _resolve_order, _resolve_world,
-                      _seed64, _unsigned)
+from ._common import (PUBLIC_MODULE, _check_tail, _flag, _options, _positive, _product, _resolve_order,
+                      _resolve_world, _seed64, _unsigned)
 from ._life import _Life
 
 
@@ -116,10 +116,10 @@ class DistributedBatchSampler(_StepSampler):
                               "samples with as_numpy=True (expected at most the dataset size: the arrays have "
                               "micro_batch_size columns)")
         self.dataset = dataset
-        self.shuffle = bool(shuffle)
+        self.shuffle = _flag(self._who, "shuffle", shuffle)
         self.seed = seed
         self.order = order
-        self.as_numpy = bool(as_numpy)
+        self.as_numpy = _flag(self._who, "as_numpy", as_numpy)
         self._start()
 
     def _config(self):

@@ -15,7 +15,7 @@ import torch
 import torch.utils.data
 
 from .._core import ConfigError, StateError
-from ._common import PUBLIC_MODULE
+from ._common import PUBLIC_MODULE, _flag
 
 __all__ = ["DataLoader", "MaskedBatch"]
 
@@ -99,7 +99,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if padding_mask and not self._source._has_padding():
             raise ConfigError(f"DataLoader: padding_mask=True is not available for {type(self._source).__name__} "
                               "(its items carry no padding flag; expected padding_mask=False)")
-        self._padding_mask = bool(padding_mask)
+        self._padding_mask = _flag("DataLoader", "padding_mask", padding_mask)
         self._step = 1 if self.batch_size is None else self.batch_size
         self._source._attach(self)
         self._pass = 0  # identifies the latest iteration; older iterators stop counting

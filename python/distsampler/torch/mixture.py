@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _options, _seed64, _sequence, _unsigned, _weights
+from ._common import PUBLIC_MODULE, _flag, _options, _seed64, _sequence, _unsigned, _weights
 from .batch import _StepSampler
 
 _ENDS = ("first_exhausted", "all_seen", "samples", "steps")
@@ -76,15 +76,15 @@ class MixtureBatchSampler(_StepSampler):
             self.offsets.append(total)
             total += size
         self.weights = _weights(who, "weights", weights)
-        self.shuffle = bool(shuffle)
+        self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
         self.end = end
         self.end_count = 0 if end_count is None else _unsigned(who, "end_count", end_count)
-        self.replacement = bool(replacement)
+        self.replacement = _flag(who, "replacement", replacement)
         self.schedule = [_schedule_entry(who, i, entry) for i, entry in enumerate(
             _sequence(who, "schedule", [] if schedule is None else schedule, "a list of (step, weights) pairs"))]
         self._block = 0 if mixing_block is None else _unsigned(who, "mixing_block", mixing_block)
-        self.as_pairs = bool(as_pairs)
+        self.as_pairs = _flag(who, "as_pairs", as_pairs)
         self._start()
         self.mixing_block = self._base.mixing_block
 

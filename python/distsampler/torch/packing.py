@@ -8,7 +8,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _options, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _flag, _options, _seed64, _unsigned
 from .batch import _StepSampler
 from .tokens import _token_lengths
 
@@ -99,8 +99,8 @@ class PackedSequenceSampler(_StepSampler):
         self.mode = mode
         self.window = _unsigned(who, "window", window)
         self.chunk = min(1024, self.window) if chunk is None else _unsigned(who, "chunk", chunk)
-        self.split_long = bool(split_long)
-        self.shuffle = bool(shuffle)
+        self.split_long = _flag(who, "split_long", split_long)
+        self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
         self.plan_limit = _unsigned(who, "plan_limit", plan_limit)
         self.order = "feistel"

@@ -6,8 +6,8 @@ import torch
 
 from .. import _core
 from .._core import ConfigError, StateError
-from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _generate,
-                      _resolve_world, _seed64, _sequence, _unsigned)
+from ._common import (PUBLIC_MODULE, _STATE_FORMAT, _Progress, _check_state_dict, _check_tail, _flag,
+                      _generate, _resolve_world, _seed64, _sequence, _unsigned)
 from ._life import _Checkpointed, received_count
 from ._stream_cell import StreamCell, pass_counter
 
@@ -115,7 +115,7 @@ class ShardStream(_Checkpointed):
         _check_tail(who, tail)
         self.shard_sizes = [_unsigned(who, "shard size", s)
                             for s in _sequence(who, "shard_sizes", shard_sizes, "a list of shard sizes")]
-        self.shuffle = bool(shuffle)
+        self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
         self.tail = tail
         self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)

@@ -24,7 +24,7 @@ import torch.utils.data
 
 from .. import _core
 from .._core import ConfigError, StateError
-from ._common import PUBLIC_MODULE, _resolve_world
+from ._common import PUBLIC_MODULE, _resolve_world, _seed64, _sequence, _unsigned
 from ._life import _Checkpointed
 from ._readers import SequentialReader, format_of
 from ._stream_cell import StreamCell, pass_counter
@@ -94,7 +94,8 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
             raise ConfigError(f"{who}: packer {packer!r} is not a StreamPacker (expected one, or None)")
         if byte_sizes == "auto":
             byte_sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in self.paths]
-        self.byte_sizes = [] if byte_sizes is None else [int(b) for b in byte_sizes]
+        self.byte_sizes = [] if byte_sizes is None else [_unsigned(who, "byte size", b) for b in _sequence(
+            who, "byte_sizes", byte_sizes, "a list of byte sizes, 'auto' or None")]
         if self.byte_sizes and len(self.byte_sizes) != len(self.paths):
             raise ConfigError(f"{who}: byte_sizes has {len(self.byte_sizes)} entries for {len(self.paths)} paths "
                               "(expected one per path, 'auto' or None)")
@@ -103,7 +104,7 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
                               "'all')")
         self.share = share
         self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
-        self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
+        self.micro_batch, self.seed, self.filter, self.packer = micro_batch, _seed64(who, seed), filter, packer
         self._cell = StreamCell(state_capacity, who)
         self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from

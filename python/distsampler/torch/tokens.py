@@ -4,7 +4,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _options, _positive, _product, _resolve_world, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _flag, _options, _positive, _product, _resolve_world, _seed64, _unsigned
 from .batch import _StepSampler
 
 _COSTS = ("padded", "linear", "quadratic")
@@ -147,8 +147,8 @@ class TokenBatchSampler(_StepSampler):
             raise ConfigError(f"{who}: num_replicas {self.num_replicas} x accumulation_steps {self.accumulation_steps} "
                               f"= {group} micro-batches per step exceeds {most} (expected at most {most}: every "
                               "window plans at least one step of them)")
-        self.longest_first = bool(longest_first)
-        self.shuffle = bool(shuffle)
+        self.longest_first = _flag(who, "longest_first", longest_first)
+        self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
         self.tail = "uneven"
         self.order = "feistel"
