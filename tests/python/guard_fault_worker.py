@@ -3,7 +3,8 @@
 """usage: guard_fault_worker.py PORT RANK WORLD MODE TIMEOUT
 
 Prints one line, "rank R: <what guard returned or raised>", unless the mode kills it first.
-Modes: absent (rank 2 never calls), die-before, die-publish (killed once its record is counted
+Modes: absent (rank 2 never calls), absent-group (the same, with a group timeout of 10 s and no
+timeout given to the guard: it waits the group's), die-before, die-publish (killed once its record is counted
 in), die-read (killed after reading every record, before counting out), die-after, late (rank 2
 calls after the others gave up)."""
 import datetime
@@ -47,9 +48,11 @@ class DyingStore:
 
 def main():
     port, rank, world, mode, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
-    # The group's own timeout is long: the guard's timeout is what ends the wait.
+    # The group's own timeout is long: the guard's timeout is what ends the wait; in mode
+    # absent-group the group's timeout is 10 s and the guard is given none (it waits the group's).
+    group_timeout = 10 if mode == "absent-group" else 120
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=120))
+                            timeout=datetime.timedelta(seconds=group_timeout))
     two = rank == 2
     fatal = {"die-publish": f"/in/{rank}", "die-read": f"/record/{world - 1}"}.get(mode) if two else None
     real = guard_module._store
@@ -57,12 +60,15 @@ def main():
     sampler = DistributedSampler(list(range(10)), seed=1)
     if two and mode == "die-before":
         os.kill(os.getpid(), signal.SIGKILL)
+    if two and mode == "absent-group":
+        time.sleep(11)  # past the others' wait, alive
+        return 0
     if two and mode in ("absent", "late"):
         time.sleep(2 * timeout + 1)
         if mode == "absent":
             return 0
     try:
-        guard(sampler, timeout=timeout)
+        guard(sampler) if mode == "absent-group" else guard(sampler, timeout=timeout)
         print(f"rank {rank}: ok", flush=True)
     except distsampler.ConfigError as e:
         print(f"rank {rank}: {e}", flush=True)

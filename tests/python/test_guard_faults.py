@@ -15,7 +15,7 @@ from distsampler.torch import guard
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard_fault_worker.py")
 TIMEOUT = 2.0
-MODES = ("absent", "die-before", "die-publish", "die-read", "die-after", "late")
+MODES = ("absent", "absent-group", "die-before", "die-publish", "die-read", "die-after", "late")
 
 
 def free_port():
@@ -63,6 +63,7 @@ INSIDE = ("guard: rank 2 arrived but did not finish within 2 s (expected all 3 r
 
 @pytest.mark.parametrize("mode,expected,printing", [
     ("absent", ABSENT, (0, 1)),
+    ("absent-group", ABSENT.replace("2 s", "10 s"), (0, 1)),  # no timeout given: the group's, not one of its own
     ("die-before", ABSENT, (0, 1)),
     ("die-publish", INSIDE, (0, 1)),
     ("die-read", INSIDE, (0, 1)),
@@ -84,7 +85,7 @@ def test_every_live_rank_gets_the_same_verdict_or_the_same_failure_naming_the_mi
 @pytest.mark.processes
 def test_the_live_ranks_fail_within_seconds_not_the_group_timeout(jobs):
     # The group's timeout is 120 s; the guard's is 2 s (the late modes sleep 5 s on purpose).
-    for mode in ("absent", "die-before", "die-publish", "die-read"):
+    for mode in ("absent", "absent-group", "die-before", "die-publish", "die-read"):
         assert jobs[mode][2] < 60, (mode, jobs[mode][2])
 
 

@@ -120,8 +120,11 @@ class _Life(_Checkpointed):
         """``epoch`` checked (torch's samplers let users assign the attribute directly)."""
         return _unsigned(self._who, "epoch", self.epoch)
 
-    def _resumed(self, text):
-        core = self._cpp(_core.parse_state(text)["epoch"])
+    def _resumed(self, text, epoch):
+        """A core resumed from `text`, a state of `epoch`: _check_state_dict parsed the text once and read its
+        epoch, the core's resume parses it once more (validating it against the core's configuration) and
+        continues that epoch. Two parses on load, where there were three."""
+        core = self._cpp(epoch)
         core.resume(text)
         return core
 
@@ -131,7 +134,7 @@ class _Life(_Checkpointed):
             return self._cpp(self._epoch_value())
         key = self._config()
         if self._prepared is None or self._prepared[0] != key:
-            self._prepared = (key, self._resumed(self._pending))
+            self._prepared = (key, self._resumed(self._pending, self.epoch))
         return self._prepared[1]
 
     @staticmethod
@@ -225,7 +228,7 @@ class _Life(_Checkpointed):
         or of another configuration; the world size may differ) and resumes from it at the
         next ``__iter__``, which yields exactly the rest of that epoch."""
         text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
-        core = self._resumed(text)
+        core = self._resumed(text, epoch)
         self._prepared = (self._config(), core)
         self._pending = text
         self.epoch = epoch

@@ -48,7 +48,7 @@ def _store(group):
     return dist.distributed_c10d._get_default_store()
 
 
-def guard(sampler, group=None, timeout=300.0, mesh=None):
+def guard(sampler, group=None, timeout=None, mesh=None):
     """Checks, through the process group's store, that every rank built the same sampler:
     same dataset size, seed, shuffle, tail, order, epoch, accumulation, world and, for
     ``TokenBatchSampler``, the same lengths and budget options, and that each rank's
@@ -61,7 +61,9 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     these attributes, torch's own DistributedSampler included.
 
     ``timeout`` (seconds, or a ``datetime.timedelta``) bounds the wait for the other
-    ranks. Either every live rank returns, or every live rank raises the same
+    ranks; by default the process group's own timeout (``init_process_group(timeout=...)``,
+    which the group's store carries; torch's default is 30 minutes), as the C++ c10d guard
+    waits its store's, so the guard never outwaits the group's collectives. Either every live rank returns, or every live rank raises the same
     ``ConfigError`` naming the missing ranks: "guard: rank 2 did not arrive within 20 s
     (expected all 4 ranks to call the guard, ...)" for a rank that never called (died,
     or called too late), "rank 2 arrived but did not finish within 20 s (...)" for one
@@ -85,7 +87,7 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     also be disjoint and covering, as in C++, else ``ConfigError`` "guard: mesh dp=4,tp=2
     (data dims dp): overlap ...".
     """
-    seconds = timeout_seconds(timeout)
+    seconds = None if timeout is None else timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
     mine = _describe(sampler)
@@ -94,6 +96,8 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     size, me = dist.get_world_size(group), dist.get_rank(group)
     members = "all" if group is None else "-".join(str(r) for r in dist.get_process_group_ranks(group))
     store = _store(group)
+    if seconds is None:  # the group's timeout, which init_process_group gave its store
+        seconds = timeout_seconds(store.timeout)
     scope = f"distsampler/guard/py/{members}"
     try:
         # The call number: this rank's n-th guard meets the other ranks' n-th (counted in the store).
