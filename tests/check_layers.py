@@ -46,6 +46,7 @@ TOP = {
     "verify.hpp": "samplers",
     "overlap_check.hpp": "samplers",
     "mesh_check.hpp": "samplers",
+    "store_exchange.hpp": "samplers",
     "distsampler.hpp": "umbrella",
     "fmt.hpp": "adapters",
     "mpi.hpp": "adapters",

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../distsampler.hpp"
+#include "../store_exchange.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 namespace mpi {
@@ -47,16 +48,8 @@ inline World rank_world(MPI_Comm comm) {
   return World(static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(size));
 }
 
-// "20 s", "1.5 s": a timeout as messages show it.
-inline std::string seconds_text(std::chrono::milliseconds t) {
-  std::string text = std::to_string(t.count() / 1000);
-  if (t.count() % 1000 != 0) {
-    std::string frac = std::to_string(1000 + t.count() % 1000).substr(1);
-    while (frac.back() == '0') frac.pop_back();
-    text += "." + frac;
-  }
-  return text + " s";
-}
+// "20 s", "1.5 s": a timeout as messages show it (the c10d and Python guards' form).
+using store_exchange::seconds_text;
 
 }  // namespace detail
 
