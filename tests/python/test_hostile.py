@@ -452,3 +452,56 @@ def test_stream_dataset_byte_sizes_are_refused_by_name(tmp_path, value, message)
     with pytest.raises(distsampler.ConfigError) as info:
         StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1, byte_sizes=value)
     assert str(info.value) == f"StreamDataset: {message}"
+
+
+def test_bad_window_chunk_state_capacity_and_pad_id_are_refused_naming_the_python_argument(tmp_path):
+    from distsampler.torch import StreamDataset
+    from distsampler.torch.packing import collate_packed
+    lengths = np.array([5, 6, 7], dtype=np.uint32)
+    cases = [
+        (lambda: PackedSequenceSampler(lengths, 8, num_replicas=1, rank=0, window=0),
+         "PackedSequenceSampler: window is 0 (expected at least 1)"),
+        (lambda: PackedSequenceSampler(lengths, 8, num_replicas=1, rank=0, chunk=0),
+         "PackedSequenceSampler: chunk is 0 (expected at least 1)"),
+        (lambda: ShardStream([5, 6], num_replicas=1, rank=0, state_capacity=1 << 40),
+         "ShardStream: state_capacity 1099511627776 is above 1073741824 bytes (expected at most 1073741824: the bytes "
+         "are reserved in shared memory for a loaded state's text, which is a few bytes per shard)"),
+        (lambda: collate_packed([], 8, pad_id=1 << 64),
+         "collate_packed: pad_id 18446744073709551616 is out of range (expected -2^63..2^63-1: input_ids are int64)"),
+        (lambda: collate_packed([], 8, pad_id="0"), "collate_packed: pad_id '0' is not an integer (expected an int)"),
+    ]
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    cases += [
+        (lambda: StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1,
+                               state_capacity="big"),
+         "StreamDataset: state_capacity 'big' is not an integer (expected an int)"),
+        (lambda: StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1,
+                               state_capacity=1 << 31),
+         "StreamDataset: state_capacity 2147483648 is above 1073741824 bytes (expected at most 1073741824: the bytes "
+         "are reserved in shared memory for a loaded state's text, which is a few bytes per shard)"),
+    ]
+    for make, message in cases:
+        with pytest.raises(distsampler.ConfigError) as info:
+            make()
+        assert str(info.value) == message
+
+
+def test_a_tokenizing_iterable_around_a_sharded_dataset_is_pointed_to_decode(tmp_path):
+    import torch
+    from distsampler.torch import DataLoader, ShardedDataset
+    (tmp_path / "a.jsonl").write_text('{"t": "a b"}\n{"t": "c"}\n')
+
+    class Tokenized(torch.utils.data.IterableDataset):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __iter__(self):
+            return (len(r["t"]) for r in self.inner)
+
+    inner = ShardedDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, cache=False)
+    with pytest.raises(distsampler.ConfigError) as info:
+        DataLoader(Tokenized(inner), batch_size=None)
+    assert str(info.value) == (
+        "DataLoader: the IterableDataset Tokenized wraps a ShardedDataset, whose position this loader cannot follow "
+        "through your __iter__ (expected the ShardedDataset itself as the dataset: to tokenize or transform its "
+        "records, pass the function as ShardedDataset(..., decode=fn))")

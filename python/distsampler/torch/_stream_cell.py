@@ -12,11 +12,15 @@ it starts a pass, which the DataLoader asks for after ``__iter__``.
 
 import torch
 
-from .._core import StateError
+from .._core import ConfigError, StateError
+from ._common import _unsigned
 
 _U64 = 1 << 64
 _I64 = 1 << 63
 _VERSION, _EPOCH, _LENGTH = 0, 1, 2
+# The most bytes a cell reserves for a loaded state's text (a state is O(shards) bytes: 1 GiB is
+# far above any real one, and below what reserving shared memory may take on a node).
+MAX_CAPACITY = 1 << 30
 
 
 class StreamCell:
@@ -27,6 +31,11 @@ class StreamCell:
     """
 
     def __init__(self, capacity, who):
+        capacity = _unsigned(who, "state_capacity", capacity)
+        if capacity > MAX_CAPACITY:
+            raise ConfigError(f"{who}: state_capacity {capacity} is above {MAX_CAPACITY} bytes (expected at most "
+                              f"{MAX_CAPACITY}: the bytes are reserved in shared memory for a loaded state's text, "
+                              "which is a few bytes per shard)")
         self.capacity = capacity
         self._who = who
         self._head = torch.zeros(3, dtype=torch.int64).share_memory_()

@@ -45,6 +45,13 @@ def _source_of(dataset):
     if _unit_of(dataset) is not None:
         return dataset
     streams = [v for v in vars(dataset).values() if _unit_of(v) == "stream"] if hasattr(dataset, "__dict__") else []
+    if not streams and hasattr(dataset, "__dict__"):
+        wrapped = [type(v).__name__ for v in vars(dataset).values() if type(v).__name__ == "ShardedDataset"]
+        if wrapped:
+            raise ConfigError(f"DataLoader: the IterableDataset {type(dataset).__name__} wraps a ShardedDataset, whose "
+                              "position this loader cannot follow through your __iter__ (expected the ShardedDataset "
+                              "itself as the dataset: to tokenize or transform its records, pass the function as "
+                              "ShardedDataset(..., decode=fn))")
     if len(streams) != 1:
         found = "no ShardStream attribute" if not streams else f"{len(streams)} ShardStream attributes"
         raise ConfigError(f"DataLoader: the IterableDataset {type(dataset).__name__} holds {found} "

@@ -8,7 +8,7 @@ import torch
 
 from .. import _core
 from .._core import ConfigError
-from ._common import PUBLIC_MODULE, _flag, _options, _seed64, _unsigned
+from ._common import PUBLIC_MODULE, _flag, _index, _options, _positive, _seed64, _unsigned
 from .batch import _StepSampler
 from .tokens import _token_lengths
 
@@ -97,8 +97,8 @@ class PackedSequenceSampler(_StepSampler):
         if mode not in _MODES:
             raise ConfigError(f'{who}: mode {mode!r} is unknown (expected "concat" or "best-fit")')
         self.mode = mode
-        self.window = _unsigned(who, "window", window)
-        self.chunk = min(1024, self.window) if chunk is None else _unsigned(who, "chunk", chunk)
+        self.window = _positive(who, "window", window)
+        self.chunk = min(1024, self.window) if chunk is None else _positive(who, "chunk", chunk)
         self.split_long = _flag(who, "split_long", split_long)
         self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
@@ -219,6 +219,10 @@ def collate_packed(batch, seq_len, pad_id=0):
     ``pieces`` (the sequences' pieces, for logging and checks). Use
     ``functools.partial(collate_packed, seq_len=L)`` as the DataLoader's ``collate_fn``."""
     seq_len = _unsigned("collate_packed", "seq_len", seq_len)
+    pad_id = _index("collate_packed", "pad_id", pad_id)
+    if not -(1 << 63) <= pad_id < 1 << 63:
+        raise ConfigError(f"collate_packed: pad_id {pad_id} is out of range (expected -2^63..2^63-1: input_ids are "
+                          "int64)")
     rows = [_sequence_fields(pieces, parts, seq_len, pad_id, 0) for pieces, parts in batch]
     documents, base = [], 0
     for (pieces, _), row in zip(batch, rows):
