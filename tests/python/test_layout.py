@@ -174,7 +174,7 @@ CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", 
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
                   "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups", "check_mesh_records",
-                  "assemble_stream_state", "resume_stream"]
+                  "assemble_stream_state", "resume_stream", "guard_exchange"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():
