@@ -95,3 +95,21 @@ def test_a_stateful_dataloader_state_before_iterating_is_the_epoch_start():
     state = dl.state_dict()
     assert re.search(r" consumed=0 ", sampler_state(state)["state"])
     assert list(dl) == list(build("sampler", 2, 0, 0))
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("family", ["sampler", "batch"])
+def test_a_stateful_dataloader_state_at_an_epochs_end_then_set_epoch_reads_the_next_epoch(family):
+    def sampler_of(dl):
+        return dl.sampler if family == "sampler" else dl.batch_sampler
+
+    dl = build(family, 2, 1, 2)
+    sampler_of(dl).set_epoch(3)
+    list(dl)
+    state = dl.state_dict()
+    resumed = build(family, 2, 1, 2)
+    resumed.load_state_dict(state)
+    sampler_of(resumed).set_epoch(4)  # the loader applies the state after this call, when iteration starts
+    expected = build(family, 2, 1, 0)
+    sampler_of(expected).set_epoch(4)
+    assert list(resumed) == list(expected)

@@ -223,9 +223,19 @@ class _Life(_Checkpointed):
     def load_state_dict(self, state_dict):
         """Validates ``state_dict`` now (``StateError`` with the C++ message when it is malformed
         or of another configuration; the world size may differ) and resumes from it at the
-        next ``__iter__``, which yields exactly the rest of that epoch."""
+        next ``__iter__``, which yields exactly the rest of that epoch. A state at the end of an
+        epoch older than the one ``set_epoch`` selected (the loop moved on before the state was
+        applied, as torchdata's ``StatefulDataLoader`` applies it) leaves the selected epoch to
+        be read from its start."""
         text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
         core = self._resumed(text)
+        if self._total(core) == 0 and self._epoch_value() > epoch:
+            # The end of an epoch already left: set_epoch chose a later one before the state came (torchdata's
+            # StatefulDataLoader loads the sampler when iteration starts, after the loop's set_epoch), so that
+            # epoch is read from its start; neither the finished epoch nor nothing is read again.
+            self._pending = self._prepared = None
+            self._progress = None
+            return
         self._prepared = (self._config(), core)
         self._pending = text
         self.epoch = epoch
