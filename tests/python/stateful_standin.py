@@ -20,9 +20,8 @@
 - restoring happens before any index of the new iterator is handed out (so after the loop's
   ``set_epoch``); an iterator restored from a finished one is replaced by a fresh one.
 
-Imported by the tests under torchdata's module path (``torchdata.stateful_dataloader``)
-when torchdata is not installed, as the samplers recognise that loader by where its
-calls come from.
+Imported by the tests under its own name when torchdata is not installed: the samplers
+recognise a loader that snapshots as it hands out by what it holds (the pass's iterator).
 """
 
 import itertools

@@ -21,9 +21,9 @@ def stateful_loader_class():
         return StatefulDataLoader
     except ImportError:
         pass
-    # Under torchdata's module path: the samplers recognise that loader by where its calls come from.
+    # Under its own name: the samplers recognise that loader by what it holds, not by its module.
     path = pathlib.Path(__file__).with_name("stateful_standin.py")
-    spec = importlib.util.spec_from_file_location("torchdata.stateful_dataloader.stateful_dataloader", path)
+    spec = importlib.util.spec_from_file_location("stateful_standin", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.StatefulDataLoader

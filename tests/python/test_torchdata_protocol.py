@@ -3,6 +3,7 @@
 import importlib.util
 import pathlib
 
+import distsampler
 import numpy as np
 import pytest
 
@@ -34,8 +35,9 @@ def protocol_module(name):
     return module
 
 
-# Under torchdata's module path: the samplers recognise that loader by where its calls come from.
-PROTOCOL = protocol_module("torchdata.stateful_dataloader.protocol")
+# Under its own name: the samplers recognise a loader that snapshots as it hands out by what it holds (the pass's
+# iterator), not by its module.
+PROTOCOL = protocol_module("torchdata_protocol")
 
 
 def loader(sampler, num_workers, persistent):
@@ -99,3 +101,70 @@ def test_a_state_saved_mid_epoch_resumes_the_rest_then_the_next_epoch(name, num_
     same_items(name, rest, whole[3:])
     resumed_sampler.set_epoch(5)
     assert [list(b) for b in resumed] == epoch_read(name, 5)
+
+
+class Holder:
+    """Draws from a sampler's pass itself and asks for the state between draws (as torchdata's iterators do)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.sampler_iter = iter(sampler)
+
+    def draw(self, k):
+        return [next(self.sampler_iter) for _ in range(k)]
+
+    def state_dict(self):
+        return self.sampler.state_dict()
+
+
+class Trainer:
+    """Asks for the state of a sampler whose pass something else draws from (a prefetching loader)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+    def state_dict(self):
+        return self.sampler.state_dict()
+
+
+MESSAGE = ("DistributedSampler.state_dict: this rank handed out 5 indices of epoch 0 but no distsampler.torch.DataLoader "
+           "is attached to say what the training loop received (a DataLoader with workers prefetches): pass "
+           "received=<indices the loop received per rank>, or iterate through distsampler.torch.DataLoader and "
+           "checkpoint with its state_dict()")
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_the_holder_of_a_pass_gets_what_it_drew_whatever_its_module(name):
+    s = FAMILIES[name]()
+    holder = Holder(s)
+    holder.draw(5)
+    assert holder.state_dict() == s.state_dict(received=5)
+
+
+def test_an_asker_that_does_not_hold_the_pass_is_told_what_to_pass_even_under_torchdatas_module_path():
+    # The samplers recognised torchdata by its module path: any caller there got what was handed out.
+    module = protocol_module("torchdata.stateful_dataloader.lookalike")
+    s = FAMILIES["distributed"]()
+    s.rank = 0
+    batches = iter(module._BatchSampler(s, 3, False))  # holds a pass it never draws from
+    it = iter(s)  # the pass a prefetching loader draws from
+    for _ in range(5):
+        next(it)
+    with pytest.raises(distsampler.ConfigError) as e:
+        batches.state_dict()
+    with pytest.raises(distsampler.ConfigError) as e2:
+        Trainer(s).state_dict()
+    assert str(e.value) == str(e2.value) == MESSAGE
+
+
+def test_a_later_pass_is_not_recognised_through_an_earlier_one():
+    s = FAMILIES["distributed"]()
+    s.rank = 0
+    holder = Holder(s)
+    holder.draw(2)
+    it = iter(s)  # a new pass, drawn by someone else: the holder of the old one does not speak for it
+    for _ in range(5):
+        next(it)
+    with pytest.raises(distsampler.ConfigError) as e:
+        holder.state_dict()
+    assert str(e.value) == MESSAGE

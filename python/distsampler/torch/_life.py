@@ -27,7 +27,7 @@ from ._handout import recorded
 
 _NOUNS = {"samples": "indices", "batches": "micro-batches"}
 # Attributes rebuilt on demand: never pickled.
-_TRANSIENT = ("_base", "_base_key", "_prepared", "_progress", "_loop", "_cache")
+_TRANSIENT = ("_base", "_base_key", "_prepared", "_progress", "_loop", "_cache", "_pass_iter")
 
 
 def received_count(who, unit, received, legacy):
@@ -153,8 +153,11 @@ class _Life(_Checkpointed):
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self):
         if self._pending is not None:
-            return self._resume_pass()
-        return self._pass(self._cpp(self._epoch_value()))
+            it = self._resume_pass()
+        else:
+            it = self._pass(self._cpp(self._epoch_value()))
+        self._pass_iter = weakref.ref(it)  # who holds it draws from this pass (``_handout``)
+        return it
 
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
@@ -193,7 +196,8 @@ class _Life(_Checkpointed):
         sampler; 0.2's ``samples=`` / ``batches=`` still work). Without it: the epoch's start
         before any iteration, its end once the iteration ran out, what the attached
         ``distsampler.torch.DataLoader`` returned when one drives this sampler, what was handed
-        out when torchdata's ``StatefulDataLoader`` asks; anywhere else mid-epoch a loader may
+        out when the object holding this pass's iterator asks (torchdata's ``StatefulDataLoader``
+        does); anywhere else mid-epoch a loader may
         have prefetched, so it raises ``ConfigError`` saying what to pass. A state loaded but
         not yet iterated is returned as loaded.
         """
