@@ -11,7 +11,8 @@
 
 A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty line; tar
 (WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
-sharing a key; ``.npy``, a row along axis 0 (a NumPy array); Megatron, a sequence's tokens
+sharing a key; ``.npy``, a row along axis 0 (a NumPy array of the file's dtype, byte order and string width
+included; 0-d for a 1-D file); Megatron, a sequence's tokens
 (uint16 widened to int32, which torch converts).
 """
 
@@ -102,6 +103,13 @@ class _Tar:
     random = None
 
 
+def _row(rows, offset):
+    """Row `offset` of an array read from a file, copied, in the file's dtype: ``rows[offset]`` of a
+    1-D array is a NumPy scalar, which ``np.array`` turns into native byte order and the shortest
+    string width; ``rows[offset, ...]`` is an array (0-d for a 1-D file) of the file's dtype."""
+    return np.array(rows[offset, ...])
+
+
 class _Npy:
     @staticmethod
     def indexed(x, offset, files):
@@ -111,12 +119,13 @@ class _Npy:
                 return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
             return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
                              shape=(rows, *x["row_shape"]))
-        return np.array(files.get(x["path"], opener)[offset])
+        return _row(files.get(x["path"], opener), offset)
 
     @staticmethod
     def scan(path):
-        for row in np.load(path, mmap_mode="r"):
-            yield np.array(row)
+        rows = np.load(path, mmap_mode="r")
+        for offset in range(len(rows)):
+            yield _row(rows, offset)
 
     @staticmethod
     def random(path):
@@ -155,7 +164,7 @@ class SequentialReader:
         if self.reader.random is not None:
             if self._array is None:
                 self._array = self.reader.random(self.path)
-            return np.array(self._array[i]) if i < len(self._array) else None
+            return _row(self._array, i) if i < len(self._array) else None
         if self._it is None or i < self._next:
             self._it, self._next = self.reader.scan(self.path), 0
         for rec in self._it:
