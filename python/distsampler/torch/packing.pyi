@@ -16,6 +16,7 @@ class MegatronIndex(NamedTuple):
     offsets: np.ndarray
     dtype: np.dtype
     bin_path: str
+    document_indices: np.ndarray
 
 def read_megatron_index(path: Union[str, os.PathLike]) -> MegatronIndex: ...
 def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, MegatronIndex]: ...
