@@ -11,9 +11,9 @@
 
 A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty line; tar
 (WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
-sharing a key; ``.npy``, a row along axis 0 (a NumPy array of the file's dtype, byte order and string width
-included; 0-d for a 1-D file); Megatron, a sequence's tokens
-(uint16 widened to int32, which torch converts).
+sharing a key, named as WebDataset names them (``webdataset_name``); ``.npy``, a row along
+axis 0 (a NumPy array of the file's dtype, byte order and string width included; 0-d for a
+1-D file); Megatron, a sequence's tokens (uint16 widened to int32, which torch converts).
 """
 
 import json
@@ -71,29 +71,74 @@ class _Jsonl:
     random = None
 
 
+def webdataset_name(name):
+    """``(key, suffix)`` of tar member `name` as WebDataset's reader splits it (and the C++ index:
+    ``split_tar_name``), or None for a member it skips: the key is the name up to the first dot
+    of its base name, the suffix the rest, lower-cased; skipped are top-level names that start
+    and end with ``__``, names under a top-level ``__X__`` directory, base names without a dot
+    and top-level base names that start with one (``d/.x`` is key ``d/``, suffix ``x``, when
+    ``d`` has no dot)."""
+    first = name.split("/", 1)[0]
+    if ("/" not in name and name.startswith("__") and name.endswith("__")) or (
+            "/" in name and len(first) >= 4 and first.startswith("__") and first.endswith("__")):
+        return None
+    slash = name.rfind("/")
+    base = name[slash + 1:]
+    if not base:
+        return None
+    if not base.startswith("."):
+        if "." not in base:
+            return None
+        dot = slash + 1 + base.index(".")
+        return name[:dot], name[dot + 1:].lower()
+    if slash < 0 or "." in name[name.rfind("/", 0, slash) + 1:slash]:
+        return None
+    return name[:slash + 1], name[slash + 2:].lower()
+
+
+def printable(name):
+    """`name` for a message as the C++ index prints it: printable ASCII as it is, every other byte
+    (of its UTF-8 form; lone surrogates back to their bytes) as \\xNN."""
+    return "".join(chr(b) if 0x20 <= b < 0x7f and b != 0x5c else f"\\x{b:02x}"
+                   for b in name.encode("utf-8", "surrogateescape"))
+
+
+def _two_suffixes(who, path, key, suffix, header_at):
+    return ConfigError(f'{who}: shard {path}: sample "{printable(key)}" has two members with the suffix '
+                       f'"{printable(suffix)}" (the second at byte {header_at}): each member of a sample needs its '
+                       "own suffix")
+
+
 class _Tar:
     @staticmethod
     def indexed(x, offset, files):
         f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
-        sample = {"__key__": x["keys"][offset]}
+        key = x["keys"][offset]
+        sample = {"__key__": key}
         for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
+            suffix = suffix.lower()  # the index lower-cases ASCII letters; Python lower-cases the others
+            if suffix in sample:
+                raise _two_suffixes("ShardedDataset", x["path"], key, suffix, member_at - 512)
             f.seek(member_at)
             sample[suffix] = f.read(member_size)
         return sample
 
     @staticmethod
     def scan(path):
-        with tarfile.open(path, "r|*") as tar:  # streamed: no index
+        with tarfile.open(path, "r|*") as tar:  # streamed: no index; names decoded as WebDataset's (surrogateescape)
             key, sample = None, {}
             for member in tar:
                 if not member.isfile():
                     continue
-                base = os.path.basename(member.name)
-                k, _, ext = base.partition(".")
-                k = os.path.join(os.path.dirname(member.name), k)
+                named = webdataset_name(member.name)
+                if named is None:
+                    continue
+                k, ext = named
                 if key is not None and k != key:
                     yield sample
                     sample = {}
+                elif ext in sample:
+                    raise _two_suffixes("StreamDataset", path, k, ext, member.offset_data - 512)
                 key = k
                 sample[ext] = tar.extractfile(member).read()
                 sample["__key__"] = k
