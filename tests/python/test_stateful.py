@@ -32,9 +32,9 @@ def stateful_loader_class():
 StatefulDataLoader = stateful_loader_class()
 
 
-def build(family, world, rank, num_workers):
+def build(family, world, rank, num_workers, persistent=False):
     data = list(range(N))
-    kw = {"num_workers": num_workers, "collate_fn": as_list}
+    kw = {"num_workers": num_workers, "collate_fn": as_list, "persistent_workers": persistent}
     if family == "sampler":
         return StatefulDataLoader(data, batch_size=4, sampler=DistributedSampler(data, world, rank, seed=5,
                                                                                  tail="uneven"), **kw)
@@ -98,18 +98,23 @@ def test_a_stateful_dataloader_state_before_iterating_is_the_epoch_start():
 
 
 @pytest.mark.processes
+@pytest.mark.parametrize("persistent", [False, True])
 @pytest.mark.parametrize("family", ["sampler", "batch"])
-def test_a_stateful_dataloader_state_at_an_epochs_end_then_set_epoch_reads_the_next_epoch(family):
+def test_a_stateful_dataloader_state_at_an_epochs_end_then_set_epoch_reads_the_next_epoch(family, persistent):
     def sampler_of(dl):
         return dl.sampler if family == "sampler" else dl.batch_sampler
 
-    dl = build(family, 2, 1, 2)
+    def epoch(e):
+        expected = build(family, 2, 1, 0)
+        sampler_of(expected).set_epoch(e)
+        return list(expected)
+
+    dl = build(family, 2, 1, 2, persistent)
     sampler_of(dl).set_epoch(3)
-    list(dl)
+    assert list(dl) == epoch(3)
     state = dl.state_dict()
-    resumed = build(family, 2, 1, 2)
+    resumed = build(family, 2, 1, 2, persistent)
     resumed.load_state_dict(state)
-    sampler_of(resumed).set_epoch(4)  # the loader applies the state after this call, when iteration starts
-    expected = build(family, 2, 1, 0)
-    sampler_of(expected).set_epoch(4)
-    assert list(resumed) == list(expected)
+    for e in (4, 5):
+        sampler_of(resumed).set_epoch(e)  # the loader applies the state after this call, when iteration starts
+        assert list(resumed) == epoch(e)
