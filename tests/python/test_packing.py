@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 import distsampler
 import distsampler.torch as dst
 from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, ShardedDataset, collate_packed,
-                               megatron_tokens, read_megatron_index)
+                               megatron_documents, megatron_tokens, read_megatron_index)
 
 from dist_worker import PACK_L, pack_lengths
 
@@ -292,10 +292,11 @@ class MegatronWriter:
     def end_document(self):
         self.docs.append(len(self.sizes))
 
-    def finalize(self, docs=None):
+    def finalize(self, docs=None, pointers=None):
         docs = self.docs if docs is None else docs
         itemsize = np.dtype(self.dtype).itemsize
-        pointers = np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)[:-1] * itemsize]) if self.sizes else []
+        if pointers is None:
+            pointers = np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)[:-1] * itemsize]) if self.sizes else []
         body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, self.CODES[self.dtype], len(self.sizes), len(docs))
         body += np.asarray(self.sizes, dtype="<i4").tobytes() + np.asarray(pointers, dtype="<i8").tobytes()
         body += np.asarray(docs, dtype="<i8").tobytes()
@@ -351,3 +352,40 @@ def test_a_document_index_megatron_would_not_write_is_refused_naming_the_file(tm
     with pytest.raises(distsampler.ConfigError) as e:
         read_megatron_index(tmp_path / "d.idx")
     assert str(e.value) == f"read_megatron_index: {tmp_path / 'd.idx'}: {message}"
+
+
+def test_megatron_documents_pack_whole_documents(tmp_path):
+    w = MegatronWriter(tmp_path / "d")
+    documents = [[[1, 2, 3], [4]], [[]], [[5, 6]], [[7], [], [8, 9, 10, 11]]]
+    for doc in documents:
+        for seq in doc:
+            w.add_item(seq)
+        w.end_document()
+    w.finalize()
+    tokens, offsets, lengths = megatron_documents(tmp_path / "d")
+    assert lengths.dtype == np.uint32 and lengths.tolist() == [4, 0, 2, 5]
+    assert offsets.dtype == np.int64 and offsets.tolist() == [0, 4, 4, 6]
+    s = PackedSequenceSampler(lengths, 8, 1, 1, 0, shuffle=False, mode="best-fit")
+    ds = PackedSequenceDataset(tokens, offsets)
+    rows = [collate_packed([ds[seq] for seq in mb], seq_len=8) for mb in s]
+    whole = set()
+    for b in rows:  # every document whole in one packed sequence: its pieces are (document, 0, its length)
+        ids, docs = b["input_ids"][0].tolist(), b["document_ids"][0].tolist()
+        for d in set(docs) - {-1}:
+            whole.add(tuple(t for t, x in zip(ids, docs) if x == d))
+    assert sorted(whole) == [(1, 2, 3, 4), (5, 6), (7, 8, 9, 10, 11)]
+    assert all(piece[1] == 0 and piece[2] == lengths[piece[0]] for mb in s for seq in mb for piece in seq)
+    assert s.stats["skipped_documents"] == 1 and s.stats["read_tokens"] == 11  # the empty document
+
+
+def test_megatron_documents_refuses_a_document_whose_sequences_are_apart(tmp_path):
+    w = MegatronWriter(tmp_path / "d")
+    for seq in ([1, 2], [3], [4, 5]):
+        w.add_item(seq)
+    w.end_document()
+    w.finalize(docs=[0, 1, 3], pointers=[0, 8, 4])  # document 1: sequence 1 at token 4, sequence 2 at token 2
+    with pytest.raises(distsampler.ConfigError) as e:
+        megatron_documents(tmp_path / "d")
+    assert str(e.value) == (f"megatron_documents: {tmp_path / 'd'}: sequence 2 (of document 1) starts at token 2 of "
+                            "the .bin, not where sequence 1 ends (5): a document's sequences must be stored one after "
+                            "the other to be read as one (expected the layout Megatron's builder writes)")

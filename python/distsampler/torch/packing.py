@@ -76,6 +76,34 @@ def megatron_tokens(prefix):
     return tokens, index.offsets, index
 
 
+def megatron_documents(prefix):
+    """``(tokens, offsets, lengths)`` of the Megatron dataset ``prefix`` by document: the .bin
+    as ``megatron_tokens`` gives it, each document's first token (int64) and its token count
+    (uint32), a document being sequences ``document_indices[d]`` to ``document_indices[d + 1] - 1``
+    stored one after the other in the .bin (``ConfigError`` naming the file when they are not).
+    ``PackedSequenceSampler(lengths, ...)`` with ``PackedSequenceDataset(tokens, offsets)`` then
+    packs whole documents, as ``read_megatron_index(prefix).sizes`` packs sequences."""
+    tokens, offsets, index = megatron_tokens(prefix)
+    docs, sizes = index.document_indices, index.sizes.astype(np.int64)
+    where = f"megatron_documents: {os.fspath(prefix)}"
+    starts = np.zeros(sizes.size, dtype=bool)
+    starts[docs[:-1][docs[:-1] < sizes.size]] = True
+    broken = np.flatnonzero(~starts[1:] & (offsets[1:] != offsets[:-1] + sizes[:-1])) + 1
+    if broken.size:
+        i = int(broken[0])
+        d = int(np.searchsorted(docs, i, side="right")) - 1
+        raise ConfigError(f"{where}: sequence {i} (of document {d}) starts at token {int(offsets[i])} of the .bin, "
+                          f"not where sequence {i - 1} ends ({int(offsets[i - 1] + sizes[i - 1])}): a document's "
+                          "sequences must be stored one after the other to be read as one (expected the layout "
+                          "Megatron's builder writes)")
+    total = np.concatenate([[0], np.cumsum(sizes)])
+    lengths = total[docs[1:]] - total[docs[:-1]]
+    if lengths.size and int(lengths.max()) > (1 << 32) - 1:
+        raise ConfigError(f"{where} has a document of {int(lengths.max())} tokens (expected at most 4294967295)")
+    firsts = np.append(offsets, np.int64(tokens.size))[docs[:-1]]
+    return tokens, firsts.astype(np.int64), lengths.astype(np.uint32)
+
+
 class PackedSequenceSampler(_StepSampler):
     """This rank's micro-batches of packed sequences, for a DataLoader's ``batch_sampler``.
 
