@@ -197,9 +197,9 @@ class _Life(_Checkpointed):
         before any iteration, its end once the iteration ran out, what the attached
         ``distsampler.torch.DataLoader`` returned when one drives this sampler, what was handed
         out when the object holding this pass's iterator asks (torchdata's ``StatefulDataLoader``
-        does); anywhere else mid-epoch a loader may
-        have prefetched, so it raises ``ConfigError`` saying what to pass. A state loaded but
-        not yet iterated is returned as loaded.
+        does); anywhere else mid-epoch a loader may have prefetched, so it raises
+        ``ConfigError`` saying what to pass. A state loaded but not yet iterated is returned as
+        loaded.
         """
         who = f"{self._who}.state_dict"
         name, done = received_count(who, self._unit, received, unit)
@@ -234,9 +234,10 @@ class _Life(_Checkpointed):
         text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
         core = self._resumed(text)
         if self._total(core) == 0 and self._epoch_value() > epoch:
-            # The end of an epoch already left: set_epoch chose a later one before the state came (torchdata's
-            # StatefulDataLoader loads the sampler when iteration starts, after the loop's set_epoch), so that
-            # epoch is read from its start; neither the finished epoch nor nothing is read again.
+            # The end of an epoch the loop has left: set_epoch chose a later one before the state came
+            # (torchdata's StatefulDataLoader loads the sampler when iteration starts, after the loop's
+            # set_epoch). The later epoch is read from its start: the finished one is not read again, and the
+            # later one is not taken for finished.
             self._pending = self._prepared = None
             self._progress = None
             return
