@@ -863,6 +863,15 @@ refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
 refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
 head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
 refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
+# A sample as WebDataset's reader makes it: __meta__ and README (no dot) skipped, suffixes lower-cased.
+printf 'm' >"$idx/src/__meta__"
+printf 'r' >"$idx/src/README"
+printf 'JPG' >"$idx/src/0002.JPG"
+tar -cf "$idx/w.tar" -C "$idx/src" __meta__ 0001.jpg README 0001.txt 0002.JPG
+w_bytes="$(wc -c <"$idx/w.tar" | tr -d ' ')"
+expect 0 "^$idx/w.tar tar 2 records $w_bytes bytes$" -- index "$idx/w.tar"
+tar -cf "$idx/d.tar" -C "$idx/src" 0002.jpg 0002.JPG
+refuse "$idx/d.tar" 'sample "0002" has two members with the suffix "jpg" (the second at byte 1024)' index "$idx/d.tar"
 printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth
 refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the index' index --verify "$idx/p.jsonl"
 expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"

@@ -119,7 +119,7 @@ TEST_CASE("a cache folder keeps shards of the same name apart, and a damaged cac
   files_test::write_bytes(ib.cache_path, "DSSHIDX\n" + std::string(24, '\0'));
   CHECK_THROWS_WITH(distsampler::index_shard(b, cache_options(CacheMode::use, cache)),
                     "index cache " + ib.cache_path + " of shard " + b +
-                        " has index format version 0 (expected 1): rebuild the index");
+                        " has index format version 0 (expected 2): rebuild the index");
   CHECK(distsampler::index_shard(b, cache_options(CacheMode::rebuild, cache)).num_records() == 2);
   CHECK(distsampler::index_shard(b, cache_options(CacheMode::use, cache)).from_cache);
 }

@@ -79,6 +79,19 @@ TEST_CASE("a Megatron index gives each sequence's bytes in the .bin, from the .i
   }
 }
 
+TEST_CASE("an empty Megatron dataset (no sequences, a 0-byte .bin) has zero records, as every reader counts it",
+          "[files][megatron]") {
+  files_test::TempDir dir;
+  MegatronIdx m;
+  m.documents = {0};  // what Megatron's builder writes with no document
+  files_test::write_bytes(dir.file("e.idx"), m.bytes());
+  files_test::write_bytes(dir.file("e.bin"), std::string());
+  const distsampler::ShardIndex index = distsampler::index_megatron(dir.file("e"));
+  CHECK(index.records.empty());
+  CHECK(index.data_size == 0);
+  CHECK(index.dtype == "uint16");
+}
+
 TEST_CASE("Megatron's dtype codes map to NumPy types as Megatron's DType table has them", "[files][megatron]") {
   const std::vector<std::pair<std::string, std::uint64_t>> expected = {
       {"uint8", 1}, {"int8", 1}, {"int16", 2}, {"int32", 4}, {"int64", 8}, {"float64", 8}, {"float32", 4}, {"uint16", 2}};

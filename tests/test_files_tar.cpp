@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,24 +76,93 @@ TEST_CASE("a tar index groups consecutive members by key into samples, with each
   w.member("pax_global_header", pax_record("comment", "hi"), 'g');  // 9: global: nothing for the samples
   w.member("PaxHeaders/x", "{}");                   // 10
   w.member("0001.jpg", "again", '0', "train");       // 11: ustar prefix "train" + name; same key as before, later
-  w.member("README", "no dot");                     // 12: no suffix
+  w.member("README", "no dot");                     // 12: no dot: skipped, as WebDataset skips it
   w.end();
   const std::string path = dir.file("shard-0.tar");
   files_test::write_bytes(path, w.bytes);
   const distsampler::ShardIndex index = distsampler::index_tar(path);
-  REQUIRE(index.num_records() == 6);
+  REQUIRE(index.num_records() == 5);
   CHECK(index.keys == std::vector<std::string>{"train/0001", "train/0002", "train/" + std::string(120, 'k'),
-                                               "train/0003", "train/0001", "README"});
-  CHECK(index.member_begin == std::vector<std::uint64_t>{0, 3, 4, 5, 6, 7, 8});
+                                               "train/0003", "train/0001"});
+  CHECK(index.member_begin == std::vector<std::uint64_t>{0, 3, 4, 5, 6, 7});
   const auto& at = w.data_at;
   CHECK(index.members == std::vector<TarMember>{{"jpg", at[1], 700},  {"cls", at[2], 1}, {"seg.png", at[3], 4},
                                                 {"jpg", at[4], 0},    {"txt", at[7], 5}, {"json", at[10], 2},
-                                                {"jpg", at[11], 5},   {"", at[12], 6}});
+                                                {"jpg", at[11], 5}});
   // A sample's record spans its first member's data to the end of its last member's.
   CHECK(index.records[0] == distsampler::RecordSpan{at[1], at[3] + 4 - at[1]});
-  CHECK(index.records[5] == distsampler::RecordSpan{at[12], 6});
-  CHECK(distsampler::split_tar_name("a.b/c.d.e").key == "a.b/c");
-  CHECK(distsampler::split_tar_name("a.b/c.d.e").suffix == "d.e");
+  CHECK(index.records[4] == distsampler::RecordSpan{at[11], 5});
+  CHECK(distsampler::split_tar_name("a.b/c.d.e")->key == "a.b/c");
+  CHECK(distsampler::split_tar_name("a.b/c.d.e")->suffix == "d.e");
+}
+
+TEST_CASE("tar member names split as WebDataset's reader splits them", "[files][tar]") {
+  struct Case {
+    std::string name;
+    bool kept;
+    std::string key;
+    std::string suffix;
+  };
+  const std::vector<Case> cases = {
+      {"a/0001.JPG", true, "a/0001", "jpg"},        // suffixes lower-cased
+      {"0001.Seg.PNG", true, "0001", "seg.png"},    // after the first dot of the base name
+      {"a.b/c.d.e", true, "a.b/c", "d.e"},          // a dot in a directory is part of the key
+      {"x.", true, "x", ""},                        // an empty suffix
+      {"README", false, "", ""},                    // no dot in the base name
+      {"a.b/README", false, "", ""},                // no dot in the base name, below a dotted directory
+      {"dir/", false, "", ""},                      // no base name
+      {".hidden", false, "", ""},                   // a top-level base name that starts with a dot
+      {"d/.x", true, "d/", "x"},                    // below a directory: the directory is the key
+      {"a/d/.X.y", true, "a/d/", "x.y"},            // only the innermost directory counts
+      {"d.e/.x", false, "", ""},                    // ... and it must have no dot
+      {"__meta__", false, "", ""},                  // top-level metadata
+      {"__", false, "", ""},                        // starts and ends with "__"
+      {"__meta__/a.json", false, "", ""},           // a top-level "__X__" directory
+      {"____/a.json", false, "", ""},
+      {"___/a.json", true, "___/a", "json"},        // "___" is not "__X__"
+      {"__meta__.json", true, "__meta__", "json"},  // a sample of key "__meta__"
+      {"a/__meta__/b.json", true, "a/__meta__/b", "json"},
+      {"a/__meta__", false, "", ""},                // below the top: no dot, so no suffix
+      {"caf\xe9.TXT", true, "caf\xe9", "txt"},    // bytes, not UTF-8: kept as they are
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::optional<distsampler::TarName> got = distsampler::split_tar_name(c.name);
+    REQUIRE(got.has_value() == c.kept);
+    if (c.kept) {
+      CHECK(got->key == c.key);
+      CHECK(got->suffix == c.suffix);
+    }
+  }
+}
+
+TEST_CASE("a tar index skips the members WebDataset skips and refuses suffixes equal after lower-casing",
+          "[files][tar]") {
+  files_test::TempDir dir;
+  const std::string path = dir.file("w.tar");
+  TarWriter w;
+  w.member("__meta__", "{}");
+  w.member("README", "readme");
+  w.member("s/1.JPG", "j");
+  w.member("s/1.Cls", "c");
+  w.member("__meta__/x.json", "{}");
+  w.member("caf\xe9.txt", "t");
+  w.end();
+  files_test::write_bytes(path, w.bytes);
+  const distsampler::ShardIndex index = distsampler::index_tar(path);
+  CHECK(index.keys == std::vector<std::string>{"s/1", "caf\xe9"});
+  CHECK(index.members == std::vector<TarMember>{{"jpg", w.data_at[2], 1}, {"cls", w.data_at[3], 1},
+                                                {"txt", w.data_at[5], 1}});
+
+  TarWriter dup;
+  dup.member("s/1.jpg", "a");
+  dup.member("caf\xe9/2.jpg", "b");
+  dup.member("caf\xe9/2.JPG", "c");
+  dup.end();
+  files_test::write_bytes(path, dup.bytes);
+  CHECK_THROWS_WITH(distsampler::index_tar(path),
+                    "shard " + path + ": sample \"caf\\xe9/2\" has two members with the suffix \"jpg\" (the second "
+                                      "at byte 2048): each member of a sample needs its own suffix");
 }
 
 TEST_CASE("an empty tar archive has no samples", "[files][tar]") {

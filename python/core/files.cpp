@@ -33,6 +33,14 @@ py::array_t<std::uint64_t> column(const std::vector<ds::RecordSpan>& records, bo
   return out;
 }
 
+// A tar member's key or suffix as Python's tarfile (and so WebDataset) names it: UTF-8, the bytes
+// of anything else as lone surrogates ("caf\xe9" -> 'caf\udce9'), as os.fsdecode does.
+py::str member_name(const std::string& name) {
+  PyObject* text = PyUnicode_DecodeUTF8(name.data(), static_cast<Py_ssize_t>(name.size()), "surrogateescape");
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(text);
+}
+
 // One index as a dict of plain values and NumPy arrays (the record columns can be millions long).
 py::dict to_dict(const ds::ShardIndex& x) {
   py::dict d;
@@ -45,10 +53,12 @@ py::dict to_dict(const ds::ShardIndex& x) {
   d["sizes"] = column(x.records, false);
   d["dtype"] = x.dtype;
   d["row_shape"] = x.row_shape;
-  d["keys"] = x.keys;
+  py::list keys;
+  for (const std::string& key : x.keys) keys.append(member_name(key));
+  d["keys"] = keys;
   d["member_begin"] = x.member_begin;
   py::list members;
-  for (const ds::TarMember& m : x.members) members.append(py::make_tuple(m.suffix, m.offset, m.size));
+  for (const ds::TarMember& m : x.members) members.append(py::make_tuple(member_name(m.suffix), m.offset, m.size));
   d["members"] = members;
   d["cache_path"] = x.cache_path;
   d["from_cache"] = x.from_cache;

@@ -17,11 +17,11 @@
   with that batch (``snapshot_every_n_steps=1``); ``state_dict()`` returns the one of the
   latest batch yielded, under ``_snapshot`` / ``_main_snapshot`` with ``_num_workers``,
   and a restore needs the same ``num_workers``;
-- restoring happens before any index of the new iterator is handed out.
+- restoring happens before any index of the new iterator is handed out (so after the loop's
+  ``set_epoch``); an iterator restored from a finished one is replaced by a fresh one.
 
-Imported by the tests under torchdata's module path (``torchdata.stateful_dataloader``)
-when torchdata is not installed, as the samplers recognise that loader by where its
-calls come from.
+Imported by the tests under its own name when torchdata is not installed: the samplers
+recognise a loader that snapshots as it hands out by what it holds (the pass's iterator).
 """
 
 import itertools
@@ -210,6 +210,11 @@ class StatefulDataLoader(torch.utils.data.DataLoader):
             self._iterator._reset(self)
         else:
             self._iterator = self._get_iterator()
+        if self._iterator._finished:  # restored from the end of an iteration: the next one starts afresh
+            if self.persistent_workers and self.num_workers > 0:
+                self._iterator._reset(self)
+            else:
+                self._iterator = self._get_iterator()
         return self._iterator
 
     def state_dict(self):

@@ -1,6 +1,7 @@
 # Tests of distsampler.torch.PackedSequenceSampler: packing, equal steps, collate, loaders, gloo, state, .idx, errors.
 # SPDX-License-Identifier: MIT
 import functools
+import pathlib
 import pickle
 import struct
 
@@ -11,8 +12,8 @@ from torch.utils.data import DataLoader
 
 import distsampler
 import distsampler.torch as dst
-from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
-                               read_megatron_index)
+from distsampler.torch import (PackedSequenceDataset, PackedSequenceSampler, ShardedDataset, collate_packed,
+                               megatron_documents, megatron_tokens, read_megatron_index)
 
 from dist_worker import PACK_L, pack_lengths
 
@@ -271,3 +272,120 @@ def test_four_gloo_ranks_same_steps_every_token_once_then_resume_on_two(gloo4):
     rest = [mb for r in results[:2] for mb in r["resumed_read"]]
     assert covered(lengths, first + rest) == int(lengths.sum())
     assert "resumed_read" not in results[2]
+
+
+class MegatronWriter:
+    """Writes an indexed dataset as Megatron's builder does: add_item() per sequence, end_document() after the last
+    sequence of a document (its document index starts at 0 and gains the sequence count at each document's end)."""
+
+    CODES = {np.uint8: 1, np.int8: 2, np.int16: 3, np.int32: 4, np.int64: 5, np.float64: 6, np.float32: 7,
+             np.uint16: 8}
+
+    def __init__(self, prefix, dtype=np.uint16):
+        self.prefix, self.dtype = str(prefix), dtype
+        self.sizes, self.docs, self.bin = [], [0], bytearray()
+
+    def add_item(self, tokens):
+        self.bin += np.asarray(tokens, dtype=self.dtype).tobytes()
+        self.sizes.append(len(tokens))
+
+    def end_document(self):
+        self.docs.append(len(self.sizes))
+
+    def finalize(self, docs=None, pointers=None):
+        docs = self.docs if docs is None else docs
+        itemsize = np.dtype(self.dtype).itemsize
+        if pointers is None:
+            pointers = np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)[:-1] * itemsize]) if self.sizes else []
+        body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, self.CODES[self.dtype], len(self.sizes), len(docs))
+        body += np.asarray(self.sizes, dtype="<i4").tobytes() + np.asarray(pointers, dtype="<i8").tobytes()
+        body += np.asarray(docs, dtype="<i8").tobytes()
+        pathlib.Path(self.prefix + ".idx").write_bytes(body)
+        pathlib.Path(self.prefix + ".bin").write_bytes(bytes(self.bin))
+
+
+def test_an_empty_megatron_dataset_has_no_sequences_in_every_reader(tmp_path):
+    MegatronWriter(tmp_path / "empty").finalize()  # a 0-byte .bin, as the builder leaves it with no documents
+    assert (tmp_path / "empty.bin").stat().st_size == 0
+    index = read_megatron_index(tmp_path / "empty")
+    assert index.sizes.size == 0 and index.document_indices.tolist() == [0]
+    tokens, offsets, _ = megatron_tokens(tmp_path / "empty")  # was NumPy's "cannot mmap an empty file"
+    assert tokens.size == 0 and tokens.dtype == np.uint16 and offsets.size == 0 and offsets.dtype == np.int64
+    ds = ShardedDataset([str(tmp_path / "empty.idx")], num_replicas=1, rank=0, tail="drop", cache=False)
+    assert ds.record_counts == [0] and list(ds) == []
+
+
+def test_megatron_documents_of_several_sequences_and_int64_offsets(tmp_path):
+    w = MegatronWriter(tmp_path / "d", dtype=np.int32)
+    documents = [[[1, 2, 3], [4]], [[5, 6]], [[7], [], [8, 9, 10, 11]]]
+    for doc in documents:
+        for seq in doc:
+            w.add_item(seq)
+        w.end_document()
+    w.finalize()
+    tokens, offsets, index = megatron_tokens(tmp_path / "d")
+    assert index.document_indices.dtype == np.int64 and index.document_indices.tolist() == [0, 2, 3, 6]
+    assert offsets.dtype == np.int64  # uint64 + a Python int is float64 under NumPy 1.24, which cannot slice
+    for d, doc in enumerate(documents):
+        first, end = index.document_indices[d], index.document_indices[d + 1]
+        start = offsets[first] + 0
+        assert start.dtype == np.int64
+        got = tokens[start:offsets[end - 1] + int(index.sizes[end - 1])].tolist()
+        assert got == [t for seq in doc for t in seq]
+
+
+@pytest.mark.parametrize("docs,message", [
+    ([0, 2], "its document index runs from 0 to 2 over 2 entries (expected 0 to the sequence count 3, as Megatron "
+             "writes it)"),
+    ([1, 3], "its document index runs from 1 to 3 over 2 entries (expected 0 to the sequence count 3, as Megatron "
+             "writes it)"),
+    ([], "its document index runs from None to None over 0 entries (expected 0 to the sequence count 3, as Megatron "
+         "writes it)"),
+    ([0, 2, 1, 3], "its document index decreases at entry 2 (2 then 1; expected sequence numbers that never "
+                   "decrease)"),
+])
+def test_a_document_index_megatron_would_not_write_is_refused_naming_the_file(tmp_path, docs, message):
+    w = MegatronWriter(tmp_path / "d")
+    for seq in ([1], [2, 3], [4]):
+        w.add_item(seq)
+    w.finalize(docs)
+    with pytest.raises(distsampler.ConfigError) as e:
+        read_megatron_index(tmp_path / "d.idx")
+    assert str(e.value) == f"read_megatron_index: {tmp_path / 'd.idx'}: {message}"
+
+
+def test_megatron_documents_pack_whole_documents(tmp_path):
+    w = MegatronWriter(tmp_path / "d")
+    documents = [[[1, 2, 3], [4]], [[]], [[5, 6]], [[7], [], [8, 9, 10, 11]]]
+    for doc in documents:
+        for seq in doc:
+            w.add_item(seq)
+        w.end_document()
+    w.finalize()
+    tokens, offsets, lengths = megatron_documents(tmp_path / "d")
+    assert lengths.dtype == np.uint32 and lengths.tolist() == [4, 0, 2, 5]
+    assert offsets.dtype == np.int64 and offsets.tolist() == [0, 4, 4, 6]
+    s = PackedSequenceSampler(lengths, 8, 1, 1, 0, shuffle=False, mode="best-fit")
+    ds = PackedSequenceDataset(tokens, offsets)
+    rows = [collate_packed([ds[seq] for seq in mb], seq_len=8) for mb in s]
+    whole = set()
+    for b in rows:  # every document whole in one packed sequence: its pieces are (document, 0, its length)
+        ids, docs = b["input_ids"][0].tolist(), b["document_ids"][0].tolist()
+        for d in set(docs) - {-1}:
+            whole.add(tuple(t for t, x in zip(ids, docs) if x == d))
+    assert sorted(whole) == [(1, 2, 3, 4), (5, 6), (7, 8, 9, 10, 11)]
+    assert all(piece[1] == 0 and piece[2] == lengths[piece[0]] for mb in s for seq in mb for piece in seq)
+    assert s.stats["skipped_documents"] == 1 and s.stats["read_tokens"] == 11  # the empty document
+
+
+def test_megatron_documents_refuses_a_document_whose_sequences_are_apart(tmp_path):
+    w = MegatronWriter(tmp_path / "d")
+    for seq in ([1, 2], [3], [4, 5]):
+        w.add_item(seq)
+    w.end_document()
+    w.finalize(docs=[0, 1, 3], pointers=[0, 8, 4])  # document 1: sequence 1 at token 4, sequence 2 at token 2
+    with pytest.raises(distsampler.ConfigError) as e:
+        megatron_documents(tmp_path / "d")
+    assert str(e.value) == (f"megatron_documents: {tmp_path / 'd'}: sequence 2 (of document 1) starts at token 2 of "
+                            "the .bin, not where sequence 1 ends (5): a document's sequences must be stored one after "
+                            "the other to be read as one (expected the layout Megatron's builder writes)")

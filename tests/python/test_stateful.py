@@ -21,9 +21,9 @@ def stateful_loader_class():
         return StatefulDataLoader
     except ImportError:
         pass
-    # Under torchdata's module path: the samplers recognise that loader by where its calls come from.
+    # Under its own name: the samplers recognise that loader by what it holds, not by its module.
     path = pathlib.Path(__file__).with_name("stateful_standin.py")
-    spec = importlib.util.spec_from_file_location("torchdata.stateful_dataloader.stateful_dataloader", path)
+    spec = importlib.util.spec_from_file_location("stateful_standin", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.StatefulDataLoader
@@ -32,9 +32,9 @@ def stateful_loader_class():
 StatefulDataLoader = stateful_loader_class()
 
 
-def build(family, world, rank, num_workers):
+def build(family, world, rank, num_workers, persistent=False):
     data = list(range(N))
-    kw = {"num_workers": num_workers, "collate_fn": as_list}
+    kw = {"num_workers": num_workers, "collate_fn": as_list, "persistent_workers": persistent}
     if family == "sampler":
         return StatefulDataLoader(data, batch_size=4, sampler=DistributedSampler(data, world, rank, seed=5,
                                                                                  tail="uneven"), **kw)
@@ -95,3 +95,26 @@ def test_a_stateful_dataloader_state_before_iterating_is_the_epoch_start():
     state = dl.state_dict()
     assert re.search(r" consumed=0 ", sampler_state(state)["state"])
     assert list(dl) == list(build("sampler", 2, 0, 0))
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("family", ["sampler", "batch"])
+def test_a_stateful_dataloader_state_at_an_epochs_end_then_set_epoch_reads_the_next_epoch(family, persistent):
+    def sampler_of(dl):
+        return dl.sampler if family == "sampler" else dl.batch_sampler
+
+    def epoch(e):
+        expected = build(family, 2, 1, 0)
+        sampler_of(expected).set_epoch(e)
+        return list(expected)
+
+    dl = build(family, 2, 1, 2, persistent)
+    sampler_of(dl).set_epoch(3)
+    assert list(dl) == epoch(3)
+    state = dl.state_dict()
+    resumed = build(family, 2, 1, 2, persistent)
+    resumed.load_state_dict(state)
+    for e in (4, 5):
+        sampler_of(resumed).set_epoch(e)  # the loader applies the state after this call, when iteration starts
+        assert list(resumed) == epoch(e)

@@ -4,6 +4,7 @@
 #define DISTSAMPLER_FILES_TAR_HPP
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,31 +16,80 @@
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
-/// The key and suffix of a tar member name: the key is the name up to the first dot of
-/// its base name (directories included), the suffix what follows that dot ("" without one).
-/// "train/000123.seg.png" -> key "train/000123", suffix "seg.png".
+/// The key and suffix of a tar member name, as WebDataset's reader splits it: the key is the
+/// name up to the first dot of its base name (directories included), the suffix what follows
+/// that dot, lower-cased (ASCII letters; the bytes of other characters are kept).
+/// "train/000123.Seg.PNG" -> key "train/000123", suffix "seg.png".
 struct TarName {
   std::string key;
   std::string suffix;
 };
 
-[[nodiscard]] inline TarName split_tar_name(std::string_view name) {
-  const std::size_t slash = name.find_last_of('/');
-  const std::size_t base = slash == std::string_view::npos ? 0 : slash + 1;
-  const std::size_t dot = name.find('.', base);
-  if (dot == std::string_view::npos) return {std::string(name), std::string()};
-  return {std::string(name.substr(0, dot)), std::string(name.substr(dot + 1))};
+/// The key and suffix of member `name` (see TarName), or nullopt for a member WebDataset's
+/// reader skips: a top-level name that starts and ends with "__" ("__meta__"), a name whose
+/// first directory is "__X__" ("__meta__/a.json"), and a name it finds no key and suffix in:
+/// a base name without a dot ("README"), a top-level base name that starts with a dot. A base
+/// name that starts with a dot below a directory without a dot ("d/.x") has that directory
+/// as its key ("d/") and the rest as its suffix ("x"), as WebDataset's split does.
+[[nodiscard]] inline std::optional<TarName> split_tar_name(std::string_view name) {
+  const auto meta = [](std::string_view part) {
+    return part.size() >= 2 && part.substr(0, 2) == "__" && part.substr(part.size() - 2) == "__";
+  };
+  const std::size_t first_slash = name.find('/');
+  if (first_slash == std::string_view::npos ? meta(name) : (first_slash >= 4 && meta(name.substr(0, first_slash)))) {
+    return std::nullopt;
+  }
+  const auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+  };
+  const std::size_t last_slash = name.rfind('/');
+  const std::size_t base = last_slash == std::string_view::npos ? 0 : last_slash + 1;
+  if (base == name.size()) return std::nullopt;  // "dir/": no base name
+  if (name[base] != '.') {
+    const std::size_t dot = name.find('.', base);
+    if (dot == std::string_view::npos) return std::nullopt;
+    return TarName{std::string(name.substr(0, dot)), lower(name.substr(dot + 1))};
+  }
+  // The base name starts with a dot: the key is the directory, if the directory's own name has no dot.
+  if (last_slash == std::string_view::npos) return std::nullopt;
+  const std::size_t parent = last_slash == 0 ? std::string_view::npos : name.rfind('/', last_slash - 1);
+  const std::size_t dir_begin = parent == std::string_view::npos ? 0 : parent + 1;
+  if (name.substr(dir_begin, last_slash - dir_begin).find('.') != std::string_view::npos) return std::nullopt;
+  return TarName{std::string(name.substr(0, last_slash + 1)), lower(name.substr(last_slash + 2))};
+}
+
+/// `name` for a message: printable ASCII as it is, every other byte as \xNN (a member name
+/// need not be UTF-8).
+[[nodiscard]] inline std::string printable_tar_name(std::string_view name) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : name) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f && b != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 15];
+    }
+  }
+  return out;
 }
 
 /// Indexes a tar archive as WebDataset reads it: regular-file members, in archive order,
-/// grouped into samples; consecutive members with the same key form one sample (a key that
-/// comes back later starts a new sample). A record is a sample: its key, and per member its
+/// named by split_tar_name (the members it skips are not indexed), grouped into samples;
+/// consecutive members with the same key form one sample (a key that comes back later
+/// starts a new sample). A record is a sample: its key, and per member its
 /// suffix, data offset and size. Reads ustar and GNU headers (base-256 sizes, long names)
 /// and pax "path"/"size" overrides; directories, links and other non-file members are
 /// skipped.
 /// Throws config_error naming the file when a header's checksum is wrong, a member runs past
 /// the end of the file, the archive ends without its end-of-archive block, or a sample has
-/// two members with the same suffix.
+/// two members with the same suffix (after lower-casing: "a.JPG" and "a.jpg" are the same).
 /// O(members) header reads (served from 1 MiB blocks when members are small), O(members)
 /// memory. Thread-safe for distinct calls.
 [[nodiscard]] inline ShardIndex index_tar(const std::string& path) {
@@ -97,7 +147,15 @@ struct TarName {
     } else {
       if (h.type == '0' || h.type == '\0' || h.type == '7') {
         const std::string name = pax.path ? *pax.path : !long_name.empty() ? long_name : h.name;
-        TarName split = split_tar_name(name);
+        std::optional<TarName> named = split_tar_name(name);
+        if (!named) {
+          // A member WebDataset's reader skips (metadata, or no key and suffix in its name).
+          long_name.clear();
+          pax = fd::PaxOverrides{};
+          at = next;
+          continue;
+        }
+        TarName& split = *named;
         if (out.keys.empty() || out.keys.back() != split.key) {
           out.keys.push_back(split.key);
           out.member_begin.push_back(out.members.size());
@@ -105,9 +163,10 @@ struct TarName {
         } else {
           for (std::size_t m = static_cast<std::size_t>(out.member_begin.back()); m < out.members.size(); ++m) {
             if (out.members[m].suffix == split.suffix) {
-              fd::throw_shard_error(path, "sample \"" + split.key + "\" has two members with the suffix \"" +
-                                              split.suffix + "\" (the second at byte " + std::to_string(at) +
-                                              "): each member of a sample needs its own suffix");
+              fd::throw_shard_error(path, "sample \"" + printable_tar_name(split.key) +
+                                              "\" has two members with the suffix \"" +
+                                              printable_tar_name(split.suffix) + "\" (the second at byte " +
+                                              std::to_string(at) + "): each member of a sample needs its own suffix");
             }
           }
         }

@@ -21,7 +21,7 @@
 - ``PackedSequenceSampler``: fixed-length sequences packed from variable-length documents
   (concat or best-fit), equal steps on every rank, exact elastic resume;
   ``PackedSequenceDataset`` and ``collate_packed`` turn its pieces into tensors,
-  ``read_megatron_index`` / ``megatron_tokens`` read a Megatron indexed dataset.
+  ``read_megatron_index`` / ``megatron_tokens`` / ``megatron_documents`` read a Megatron indexed dataset.
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``DataLoader``: torch's ``DataLoader`` over these samplers whose ``state_dict`` names
   the batches the training loop received (never what workers prefetched).
@@ -47,8 +47,8 @@ from .batch import DistributedBatchSampler
 from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
-from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_tokens,
-                      read_megatron_index)
+from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_documents,
+                      megatron_tokens, read_megatron_index)
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .sharded import ShardedDataset, ShardedItem
@@ -77,6 +77,7 @@ __all__ = [
     "collate_packed",
     "read_megatron_index",
     "megatron_tokens",
+    "megatron_documents",
     "MegatronIndex",
     "StreamDataset",
     "StreamPacker",

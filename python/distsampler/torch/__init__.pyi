@@ -10,6 +10,7 @@ from .packing import (
     PackedSequenceDataset as PackedSequenceDataset,
     PackedSequenceSampler as PackedSequenceSampler,
     collate_packed as collate_packed,
+    megatron_documents as megatron_documents,
     megatron_tokens as megatron_tokens,
     read_megatron_index as read_megatron_index,
 )

@@ -7,30 +7,40 @@ that is not told ``received=`` records a position only when it is known:
 
 - ``distsampler.torch.DataLoader`` attaches itself to its sampler (``sampler._attach``) and
   counts the batches it returned to the loop: the sampler asks it;
-- torchdata's ``StatefulDataLoader`` calls ``state_dict()`` at the moment it hands a batch
-  to a worker and pairs that state with that batch (recognised by its public module path);
+- the object that holds the pass's iterator (the one ``iter()`` returned) asks: it drew
+  every item handed out, so what was handed out is what it received. torchdata's
+  ``StatefulDataLoader`` is such an asker: it calls ``state_dict()`` from the iterator
+  that holds the sampler's iterator (its own, or its ``BatchSampler``'s), at the moment it
+  hands a batch out, and pairs that state with that batch. It is recognised by what it
+  holds, not by its name: any loader that asks the same way is;
 - at the epoch's boundaries: nothing handed out yet, or the iteration ran out (the end).
 
-Anywhere else it raises ``ConfigError`` saying what to do instead. Nothing here reads
-torch's private frames or attributes.
+Anywhere else it raises ``ConfigError`` saying what to do instead. Nothing here names a
+loader, a module or a private attribute: the callers' ``self`` objects are only compared,
+by identity, with the pass's iterator.
 """
 
 import sys
 
 from .._core import ConfigError
 
-# Loaders that take a sampler's state when they hand the batch out and keep it with that batch.
-_SNAPSHOT_AT_HANDOUT = ("torchdata.stateful_dataloader",)
-_CALLER_DEPTH = 8
+_CALLER_DEPTH = 6
 
 
-def _snapshotting_caller():
-    frame = sys._getframe(3)
+def _asker_holds_the_pass(sampler):
+    """Whether an object among the callers of ``state_dict()`` holds the latest pass's iterator
+    as one of its attributes (it draws from that pass itself)."""
+    ref = sampler.__dict__.get("_pass_iter")
+    it = ref() if ref is not None else None
+    if it is None:
+        return False
+    frame = sys._getframe(3)  # the caller of the sampler's state_dict()
     for _ in range(_CALLER_DEPTH):
         if frame is None:
             return False
-        name = frame.f_globals.get("__name__", "")
-        if any(name == m or name.startswith(m + ".") for m in _SNAPSHOT_AT_HANDOUT):
+        owner = frame.f_locals.get("self")
+        fields = getattr(owner, "__dict__", None) if owner is not sampler else None
+        if isinstance(fields, dict) and any(value is it for value in fields.values()):
             return True
         frame = frame.f_back
     return False
@@ -49,7 +59,7 @@ def recorded(sampler, progress, who, argument, noun):
     if progress is None:
         return 0
     taken = progress.taken()
-    if taken == 0 or progress.finished or _snapshotting_caller():
+    if taken == 0 or progress.finished or _asker_holds_the_pass(sampler):
         return taken
     raise ConfigError(
         f"{who}: this rank handed out {taken} {noun} of epoch {progress.epoch} but no distsampler.torch.DataLoader "

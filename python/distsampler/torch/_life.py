@@ -27,7 +27,7 @@ from ._handout import recorded
 
 _NOUNS = {"samples": "indices", "batches": "micro-batches"}
 # Attributes rebuilt on demand: never pickled.
-_TRANSIENT = ("_base", "_base_key", "_prepared", "_progress", "_loop", "_cache")
+_TRANSIENT = ("_base", "_base_key", "_prepared", "_progress", "_loop", "_cache", "_pass_iter")
 
 
 def received_count(who, unit, received, legacy):
@@ -156,8 +156,11 @@ class _Life(_Checkpointed):
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self):
         if self._pending is not None:
-            return self._resume_pass()
-        return self._pass(self._cpp(self._epoch_value()))
+            it = self._resume_pass()
+        else:
+            it = self._pass(self._cpp(self._epoch_value()))
+        self._pass_iter = weakref.ref(it)  # who holds it draws from this pass (``_handout``)
+        return it
 
     def _pass(self, core):
         progress = _Progress(core, core.epoch)
@@ -196,9 +199,10 @@ class _Life(_Checkpointed):
         sampler; 0.2's ``samples=`` / ``batches=`` still work). Without it: the epoch's start
         before any iteration, its end once the iteration ran out, what the attached
         ``distsampler.torch.DataLoader`` returned when one drives this sampler, what was handed
-        out when torchdata's ``StatefulDataLoader`` asks; anywhere else mid-epoch a loader may
-        have prefetched, so it raises ``ConfigError`` saying what to pass. A state loaded but
-        not yet iterated is returned as loaded.
+        out when the object holding this pass's iterator asks (torchdata's ``StatefulDataLoader``
+        does); anywhere else mid-epoch a loader may have prefetched, so it raises
+        ``ConfigError`` saying what to pass. A state loaded but not yet iterated is returned as
+        loaded.
         """
         who = f"{self._who}.state_dict"
         name, done = received_count(who, self._unit, received, unit)
@@ -226,9 +230,20 @@ class _Life(_Checkpointed):
     def load_state_dict(self, state_dict):
         """Validates ``state_dict`` now (``StateError`` with the C++ message when it is malformed
         or of another configuration; the world size may differ) and resumes from it at the
-        next ``__iter__``, which yields exactly the rest of that epoch."""
+        next ``__iter__``, which yields exactly the rest of that epoch. A state at the end of an
+        epoch older than the one ``set_epoch`` selected (the loop moved on before the state was
+        applied, as torchdata's ``StatefulDataLoader`` applies it) leaves the selected epoch to
+        be read from its start."""
         text, epoch = _check_state_dict(f"{self._who}.load_state_dict", state_dict)
         core = self._resumed(text, epoch)
+        if self._total(core) == 0 and self._epoch_value() > epoch:
+            # The end of an epoch the loop has left: set_epoch chose a later one before the state came
+            # (torchdata's StatefulDataLoader loads the sampler when iteration starts, after the loop's
+            # set_epoch). The later epoch is read from its start: the finished one is not read again, and the
+            # later one is not taken for finished.
+            self._pending = self._prepared = None
+            self._progress = None
+            return
         self._prepared = (self._config(), core)
         self._pending = text
         self.epoch = epoch

@@ -11,8 +11,9 @@
 
 A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty line; tar
 (WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
-sharing a key; ``.npy``, a row along axis 0 (a NumPy array); Megatron, a sequence's tokens
-(uint16 widened to int32, which torch converts).
+sharing a key, named as WebDataset names them (``webdataset_name``); ``.npy``, a row along
+axis 0 (a NumPy array of the file's dtype, byte order and string width included; 0-d for a
+1-D file); Megatron, a sequence's tokens (uint16 widened to int32, which torch converts).
 """
 
 import json
@@ -70,29 +71,74 @@ class _Jsonl:
     random = None
 
 
+def webdataset_name(name):
+    """``(key, suffix)`` of tar member `name` as WebDataset's reader splits it (and the C++ index:
+    ``split_tar_name``), or None for a member it skips: the key is the name up to the first dot
+    of its base name, the suffix the rest, lower-cased; skipped are top-level names that start
+    and end with ``__``, names under a top-level ``__X__`` directory, base names without a dot
+    and top-level base names that start with one (``d/.x`` is key ``d/``, suffix ``x``, when
+    ``d`` has no dot)."""
+    first = name.split("/", 1)[0]
+    if ("/" not in name and name.startswith("__") and name.endswith("__")) or (
+            "/" in name and len(first) >= 4 and first.startswith("__") and first.endswith("__")):
+        return None
+    slash = name.rfind("/")
+    base = name[slash + 1:]
+    if not base:
+        return None
+    if not base.startswith("."):
+        if "." not in base:
+            return None
+        dot = slash + 1 + base.index(".")
+        return name[:dot], name[dot + 1:].lower()
+    if slash < 0 or "." in name[name.rfind("/", 0, slash) + 1:slash]:
+        return None
+    return name[:slash + 1], name[slash + 2:].lower()
+
+
+def printable(name):
+    """`name` for a message as the C++ index prints it: printable ASCII as it is, every other byte
+    (of its UTF-8 form; lone surrogates back to their bytes) as \\xNN."""
+    return "".join(chr(b) if 0x20 <= b < 0x7f and b != 0x5c else f"\\x{b:02x}"
+                   for b in name.encode("utf-8", "surrogateescape"))
+
+
+def _two_suffixes(who, path, key, suffix, header_at):
+    return ConfigError(f'{who}: shard {path}: sample "{printable(key)}" has two members with the suffix '
+                       f'"{printable(suffix)}" (the second at byte {header_at}): each member of a sample needs its '
+                       "own suffix")
+
+
 class _Tar:
     @staticmethod
     def indexed(x, offset, files):
         f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
-        sample = {"__key__": x["keys"][offset]}
+        key = x["keys"][offset]
+        sample = {"__key__": key}
         for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
+            suffix = suffix.lower()  # the index lower-cases ASCII letters; Python lower-cases the others
+            if suffix in sample:
+                raise _two_suffixes("ShardedDataset", x["path"], key, suffix, member_at - 512)
             f.seek(member_at)
             sample[suffix] = f.read(member_size)
         return sample
 
     @staticmethod
     def scan(path):
-        with tarfile.open(path, "r|*") as tar:  # streamed: no index
+        with tarfile.open(path, "r|*") as tar:  # streamed: no index; names decoded as WebDataset's (surrogateescape)
             key, sample = None, {}
             for member in tar:
                 if not member.isfile():
                     continue
-                base = os.path.basename(member.name)
-                k, _, ext = base.partition(".")
-                k = os.path.join(os.path.dirname(member.name), k)
+                named = webdataset_name(member.name)
+                if named is None:
+                    continue
+                k, ext = named
                 if key is not None and k != key:
                     yield sample
                     sample = {}
+                elif ext in sample:
+                    raise _two_suffixes("StreamDataset", path, k, ext, member.offset_data - 512)
                 key = k
                 sample[ext] = tar.extractfile(member).read()
                 sample["__key__"] = k
@@ -100,6 +146,13 @@ class _Tar:
                 yield sample
 
     random = None
+
+
+def _row(rows, offset):
+    """Row `offset` of an array read from a file, copied, in the file's dtype: ``rows[offset]`` of a
+    1-D array is a NumPy scalar, which ``np.array`` turns into native byte order and the shortest
+    string width; ``rows[offset, ...]`` is an array (0-d for a 1-D file) of the file's dtype."""
+    return np.array(rows[offset, ...])
 
 
 class _Npy:
@@ -111,12 +164,13 @@ class _Npy:
                 return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
             return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
                              shape=(rows, *x["row_shape"]))
-        return np.array(files.get(x["path"], opener)[offset])
+        return _row(files.get(x["path"], opener), offset)
 
     @staticmethod
     def scan(path):
-        for row in np.load(path, mmap_mode="r"):
-            yield np.array(row)
+        rows = np.load(path, mmap_mode="r")
+        for offset in range(len(rows)):
+            yield _row(rows, offset)
 
     @staticmethod
     def random(path):
@@ -155,7 +209,7 @@ class SequentialReader:
         if self.reader.random is not None:
             if self._array is None:
                 self._array = self.reader.random(self.path)
-            return np.array(self._array[i]) if i < len(self._array) else None
+            return _row(self._array, i) if i < len(self._array) else None
         if self._it is None or i < self._next:
             self._it, self._next = self.reader.scan(self.path), 0
         for rec in self._it:

@@ -1,11 +1,14 @@
 # Type stub of distsampler.torch._readers (the one table of record formats of the file datasets).
 # SPDX-License-Identifier: MIT
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 EXTENSIONS: Dict[str, str]
 READERS: Dict[str, Any]
 
 def format_of(who: str, path: str, fmt: Optional[str], formats: Sequence[str]) -> str: ...
+
+def webdataset_name(name: str) -> Optional[Tuple[str, str]]: ...
+def printable(name: str) -> str: ...
 
 class SequentialReader:
     path: str

@@ -14,33 +14,94 @@ from .tokens import _token_lengths
 
 _MODES = ("concat", "best-fit")
 
-MegatronIndex = namedtuple("MegatronIndex", ["sizes", "offsets", "dtype", "bin_path"])
+MegatronIndex = namedtuple("MegatronIndex", ["sizes", "offsets", "dtype", "bin_path", "document_indices"])
 MegatronIndex.__module__ = PUBLIC_MODULE
 MegatronIndex.__doc__ = """A Megatron indexed dataset: ``sizes`` (uint32 tokens per sequence, the sampler's
-``lengths``), ``offsets`` (each sequence's first token in the .bin, in tokens), the token
-``dtype`` and the ``bin_path``."""
+``lengths``), ``offsets`` (int64: each sequence's first token in the .bin, in tokens), the
+token ``dtype``, the ``bin_path`` and ``document_indices`` (int64, Megatron's document index:
+document d is sequences ``document_indices[d]`` to ``document_indices[d + 1] - 1``; with one
+sequence per document it is 0, 1, ..., S)."""
+
+_IDX_HEADER = 34  # magic (9), version (8), dtype code (1), sequence count (8), document count (8)
+
+
+def _document_indices(path, idx_path, sequences):
+    """The .idx document index (the C++ index checked the file holds it), checked as Megatron writes it:
+    from 0 to the sequence count, never decreasing."""
+    with open(idx_path, "rb") as f:
+        f.seek(_IDX_HEADER - 8)
+        count = int(np.frombuffer(f.read(8), dtype="<u8")[0])
+        f.seek(_IDX_HEADER + 12 * sequences)
+        docs = np.frombuffer(f.read(8 * count), dtype="<i8").astype(np.int64)
+    where = f"read_megatron_index: {os.fspath(path)}"
+    if count == 0 or docs[0] != 0 or docs[-1] != sequences:
+        first, last = (int(docs[0]), int(docs[-1])) if count else (None, None)
+        raise ConfigError(f"{where}: its document index runs from {first} to {last} over {count} entries (expected "
+                          f"0 to the sequence count {sequences}, as Megatron writes it)")
+    steps = np.diff(docs)
+    if steps.size and int(steps.min()) < 0:
+        at = int(np.argmax(steps < 0))
+        raise ConfigError(f"{where}: its document index decreases at entry {at + 1} ({int(docs[at])} then "
+                          f"{int(docs[at + 1])}; expected sequence numbers that never decrease)")
+    return docs
 
 
 def read_megatron_index(path):
     """Reads a Megatron indexed dataset (its ``.idx``, ``.bin`` or prefix) through the
     files layer (``index_shards``): one entry per sequence (Megatron's unit; with one
-    sequence per document, as most preprocessing writes, a document). ``ConfigError``
-    naming the file when it is truncated, foreign, or its pointers run past the .bin."""
+    sequence per document, as most preprocessing writes, a document), and the document
+    index (``document_indices``). ``ConfigError`` naming the file when it is truncated,
+    foreign, its pointers run past the .bin or its document index is not Megatron's.
+    An empty dataset has no sequences (and ``document_indices`` ``[0]``)."""
     d = _core.index_shards([os.fspath(path)], format="megatron", cache="off")[0]
     dtype = np.dtype(d["dtype"])
     sizes = d["sizes"] // dtype.itemsize
     if sizes.size and int(sizes.max()) > (1 << 32) - 1:
         raise ConfigError(f"read_megatron_index: {os.fspath(path)} has a sequence of {int(sizes.max())} tokens "
                           "(expected at most 4294967295)")
-    return MegatronIndex(sizes.astype(np.uint32), d["offsets"] // dtype.itemsize, dtype, d["data_path"])
+    idx_path = os.path.splitext(d["data_path"])[0] + ".idx"
+    docs = _document_indices(path, idx_path, int(d["records"]))
+    offsets = (d["offsets"] // dtype.itemsize).astype(np.int64)
+    return MegatronIndex(sizes.astype(np.uint32), offsets, dtype, d["data_path"], docs)
 
 
 def megatron_tokens(prefix):
     """``(tokens, offsets, index)`` of the Megatron dataset ``prefix``: the .bin as a
-    read-only ``np.memmap`` of its dtype, each sequence's first token in it, and the index."""
+    read-only ``np.memmap`` of its dtype (an empty array when the .bin is empty), each
+    sequence's first token in it (int64) and the index."""
     index = read_megatron_index(prefix)
+    if os.path.getsize(index.bin_path) == 0:  # np.memmap cannot map an empty file
+        return np.empty(0, dtype=index.dtype), index.offsets, index
     tokens = np.memmap(index.bin_path, dtype=index.dtype, mode="r")
     return tokens, index.offsets, index
+
+
+def megatron_documents(prefix):
+    """``(tokens, offsets, lengths)`` of the Megatron dataset ``prefix`` by document: the .bin
+    as ``megatron_tokens`` gives it, each document's first token (int64) and its token count
+    (uint32), a document being sequences ``document_indices[d]`` to ``document_indices[d + 1] - 1``
+    stored one after the other in the .bin (``ConfigError`` naming the file when they are not).
+    ``PackedSequenceSampler(lengths, ...)`` with ``PackedSequenceDataset(tokens, offsets)`` then
+    packs whole documents, as ``read_megatron_index(prefix).sizes`` packs sequences."""
+    tokens, offsets, index = megatron_tokens(prefix)
+    docs, sizes = index.document_indices, index.sizes.astype(np.int64)
+    where = f"megatron_documents: {os.fspath(prefix)}"
+    starts = np.zeros(sizes.size, dtype=bool)
+    starts[docs[:-1][docs[:-1] < sizes.size]] = True
+    broken = np.flatnonzero(~starts[1:] & (offsets[1:] != offsets[:-1] + sizes[:-1])) + 1
+    if broken.size:
+        i = int(broken[0])
+        d = int(np.searchsorted(docs, i, side="right")) - 1
+        raise ConfigError(f"{where}: sequence {i} (of document {d}) starts at token {int(offsets[i])} of the .bin, "
+                          f"not where sequence {i - 1} ends ({int(offsets[i - 1] + sizes[i - 1])}): a document's "
+                          "sequences must be stored one after the other to be read as one (expected the layout "
+                          "Megatron's builder writes)")
+    total = np.concatenate([[0], np.cumsum(sizes)])
+    lengths = total[docs[1:]] - total[docs[:-1]]
+    if lengths.size and int(lengths.max()) > (1 << 32) - 1:
+        raise ConfigError(f"{where} has a document of {int(lengths.max())} tokens (expected at most 4294967295)")
+    firsts = np.append(offsets, np.int64(tokens.size))[docs[:-1]]
+    return tokens, firsts.astype(np.int64), lengths.astype(np.uint32)
 
 
 class PackedSequenceSampler(_StepSampler):

@@ -16,9 +16,11 @@ class MegatronIndex(NamedTuple):
     offsets: np.ndarray
     dtype: np.dtype
     bin_path: str
+    document_indices: np.ndarray
 
 def read_megatron_index(path: Union[str, os.PathLike]) -> MegatronIndex: ...
 def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, MegatronIndex]: ...
+def megatron_documents(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 class PackedSequenceSampler(_StepSampler):
     lengths: np.ndarray

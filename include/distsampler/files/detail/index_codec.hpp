@@ -23,7 +23,7 @@ namespace files_detail {
 /// path), then the ShardIndex's saved fields in declaration order. Integers are
 /// little-endian u64, strings and arrays a u64 length then their items.
 inline constexpr std::string_view cache_magic{"DSSHIDX\n", 8};
-inline constexpr std::uint64_t cache_version = 1;
+inline constexpr std::uint64_t cache_version = 2;  // 2: tar members named as WebDataset names them
 inline constexpr std::size_t cache_prefix_bytes = 32;
 
 /// A 64-bit checksum of bytes: four lanes, lane k folding every fourth 8-byte little-endian
