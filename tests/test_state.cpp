@@ -933,7 +933,8 @@ TEST_CASE("The version 5 forms carry a family's words under the checksum and rou
   CHECK_THROWS_WITH(SamplerState::from_text("distsampler-state v5 sampler=stream dataset_size=4 seed=9 shuffle=true "
                                             "tail=pad engine=feistel/2 layout=0x0123456789abcdef epoch=2 consumed=0 "
                                             "checksum=0xf65b0ae77b7dac17"),
-                    "SamplerState::from_text: expected key \" extra=\" at offset 141");
+                    "SamplerState::from_text: expected key \" extra=\" (a version 5 state always holds its family's "
+                    "words; without them it is a version 3 or 4 state: was its version edited?) at offset 141");
   // With strided entries too: both sections, in their order.
   SamplerState both = keyed_strided_state();
   both.extra = {5};
@@ -985,7 +986,8 @@ TEST_CASE("Hand edits of a version 4 text state and malformed version 4 bytes ar
                     prefix + "strided stride \"020\" has a leading zero (expected the plain decimal) at offset 206");
   // A version 4 text must hold strided entries.
   CHECK_THROWS_WITH(SamplerState::from_text(keyed_ahead_state().to_text().replace(18, 2, "v4")),
-                    prefix + "expected key \" strided=\" at offset 189");
+                    prefix + "expected key \" strided=\" (a version 4 state always holds strided entries; without "
+                             "them it is a version 3 state: was its version edited?) at offset 189");
 
   const std::string bytes = "SamplerState::from_bytes: ";
   const auto b = keyed_strided_state().to_bytes();

@@ -163,7 +163,11 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
     } while (in.optional(","));
   }
   if (version == 4 || (version == 5 && in.optional(" strided="))) {
-    if (version == 4) in.literal(" strided=", "key");
+    // A version-3 text relabelled v4 (or v5 text without its words) says so, not only what key is missing.
+    if (version == 4 && !in.optional(" strided=")) {
+      in.fail("expected key \" strided=\" (a version 4 state always holds strided entries; without them it is a "
+              "version 3 state: was its version edited?)");
+    }
     do {
       StridedRange r;
       r.begin = in.decimal("strided begin", "-, ");
@@ -182,7 +186,10 @@ inline SamplerState SamplerState::from_text(std::string_view text) {
     } while (in.optional(","));
   }
   if (version == 5) {
-    in.literal(" extra=", "key");
+    if (!in.optional(" extra=")) {
+      in.fail("expected key \" extra=\" (a version 5 state always holds its family's words; without them it is a "
+              "version 3 or 4 state: was its version edited?)");
+    }
     do {
       s.extra.push_back(in.decimal("extra word", ", "));
     } while (in.optional(","));
