@@ -411,6 +411,8 @@ refuse --resume 'seq_len differs (state 16, sampler 32)' pack --lengths "$tmp/pa
 refuse --resume 'mode differs (state concat, sampler best-fit)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 \
     --world 2 --document-window 8 --seed 5 --mode best-fit --resume "$state"
 refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths 3,4 --seq-len 0 --world 2
+refuse --global-batch '--accum and --global-batch are both given (expected one of them' pack --lengths 3,4,5,6 \
+    --seq-len 4 --world 2 --micro-batch 2 --accum 1 --global-batch 8
 refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
     --mode best-fit --no-split
 refuse --mode '--mode "first-fit"' pack --lengths 3,4 --seq-len 10 --world 1 --mode first-fit

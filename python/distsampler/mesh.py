@@ -65,7 +65,7 @@ def _dims(who, mesh):
         raise ConfigError(f"{who}: mesh={mesh!r} is not a mesh (expected a dict of name: size, a list of "
                           "(name, size) pairs, a 'NAME=SIZE,...' string or a DeviceMesh)") from None
     for name, size in pairs:
-        if not isinstance(name, str) or isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if not isinstance(name, str) or isinstance(size, bool) or not isinstance(size, int) or not 0 <= size < 1 << 64:
             raise ConfigError(f"{who}: mesh={mesh!r} has dim {name!r} of size {size!r} (expected a str name and "
                               "an int size >= 1)")
     return pairs
@@ -176,13 +176,26 @@ def world_from_device_mesh(device_mesh, data_dims=None):
         raise ConfigError(f"{who}: device_mesh={device_mesh!r} has no mesh_dim_names (expected named dims, e.g. "
                           "init_device_mesh('cuda', (4, 2), mesh_dim_names=('dp', 'tp')))")
     pairs = [(str(name), int(device_mesh.size(i))) for i, name in enumerate(names)]
+    tensor = device_mesh.mesh
+    shape = tuple(int(n) for n in tensor.shape)
+    if len(shape) != len(pairs):
+        raise ConfigError(f"{who}: device_mesh has {len(pairs)} mesh_dim_names {tuple(names)!r} for a {len(shape)}-d "
+                          "mesh tensor (expected one name per dim)")
+    if shape != tuple(size for _, size in pairs):
+        raise ConfigError(f"{who}: device_mesh.mesh has shape {shape} but its dims have sizes "
+                          f"{tuple(size for _, size in pairs)} (expected the same)")
+    ranks = [int(r) for r in tensor.flatten().tolist()]
+    seen = set()
+    for r in ranks:
+        if r in seen:
+            raise ConfigError(f"{who}: device_mesh.mesh holds rank {r} twice (expected each global rank once)")
+        seen.add(r)
     m = _make_mesh(who, pairs, data_dims)
     coordinate = device_mesh.get_coordinate()
     if coordinate is None:
         raise ConfigError(f"{who}: this process is not in device_mesh={device_mesh!r} (expected the mesh of every "
                           "rank that reads data, not a submesh of other ranks)")
     position = m.global_rank([int(c) for c in coordinate])
-    ranks = [int(r) for r in device_mesh.mesh.flatten().tolist()]
     local = _launcher_locality(ranks[position], len(ranks)) if ranks == list(range(len(ranks))) else (0, 1)
     return _data_world(who, m, position, m.size, local[0], local[1], ranks[position])
 

@@ -182,6 +182,42 @@ def test_device_mesh_errors_name_the_mesh():
                             "place (expected rank=None, world_size=None)")
 
 
+class InconsistentDeviceMesh(StandInDeviceMesh):
+    """A stand-in whose size(dim) says `sizes`, whatever its tensor holds."""
+
+    def __init__(self, mesh, mesh_dim_names, rank, sizes):
+        super().__init__(mesh, mesh_dim_names, rank)
+        self._sizes = sizes
+
+    def size(self, mesh_dim=None):
+        return self._sizes[mesh_dim]
+
+
+def test_device_mesh_tensors_that_disagree_with_their_names_and_sizes_are_refused():
+    cases = [
+        (StandInDeviceMesh([[0, 1], [1, 3]], ("dp", "tp"), 0),
+         "world_from_device_mesh: device_mesh.mesh holds rank 1 twice (expected each global rank once)"),
+        (InconsistentDeviceMesh([[0, 1, 2, 3], [4, 5, 6, 7]], ("dp", "tp"), 0, (4, 2)),
+         "world_from_device_mesh: device_mesh.mesh has shape (2, 4) but its dims have sizes (4, 2) (expected the "
+         "same)"),
+        (StandInDeviceMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]], ("dp", "tp"), 0),
+         "world_from_device_mesh: device_mesh has 2 mesh_dim_names ('dp', 'tp') for a 3-d mesh tensor (expected one "
+         "name per dim)"),
+    ]
+    for device_mesh, message in cases:
+        with pytest.raises(ConfigError) as e:
+            world_from_device_mesh(device_mesh)
+        assert str(e.value) == message
+
+
+@pytest.mark.parametrize("size", [1 << 64, 1 << 70])
+def test_a_mesh_dim_beyond_64_bits_is_refused_by_name(size):
+    with pytest.raises(ConfigError) as e:
+        mesh_world({"dp": size}, rank=0, world_size=2)
+    assert str(e.value) == (f"mesh_world: mesh={{'dp': {size}}} has dim 'dp' of size {size} (expected a str name and "
+                            "an int size >= 1)")
+
+
 def flat(items):
     out = []
     for x in items:

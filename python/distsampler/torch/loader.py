@@ -12,10 +12,12 @@ import warnings
 from collections.abc import Mapping
 
 import torch
+import torch.distributed
 import torch.utils.data
 
 from .._core import ConfigError, StateError
-from ._common import PUBLIC_MODULE, _flag
+from ..mesh import DataWorld, Mesh
+from ._common import PUBLIC_MODULE, _flag, _is_bool
 
 __all__ = ["DataLoader", "MaskedBatch"]
 
@@ -86,11 +88,24 @@ class DataLoader(torch.utils.data.DataLoader):
 
     ``set_epoch(epoch)`` forwards to the sampler. Re-iterating a shuffled epoch after a
     complete pass without ``set_epoch`` repeats its order: a ``UserWarning`` says so once.
+
+    ``guard=True`` (the default): when ``torch.distributed`` is initialised, the first
+    iteration of each epoch runs ``distsampler.torch.guard`` on the sampler (one small
+    exchange through the process group's store, a collective: every rank iterates its
+    loader), so a sampler built with ``rank=LOCAL_RANK``, ``num_replicas=LOCAL_WORLD_SIZE``
+    or ``seed=42 + rank`` raises ``ConfigError`` at the first epoch on every rank. A sampler
+    of ``num_replicas=1`` (a loader of one rank's own, e.g. evaluation on rank 0) is not
+    checked. Under tensor, context or pipeline parallelism (a data world smaller than the
+    process group) pass ``guard=mesh_world(...)`` (``distsampler.mesh``): the mesh guard
+    then checks the data-parallel groups. ``guard=False`` turns it off.
     """
 
     __module__ = PUBLIC_MODULE
 
-    def __init__(self, dataset, *args, padding_mask=False, **kwargs):
+    def __init__(self, dataset, *args, padding_mask=False, guard=True, **kwargs):
+        if not (_is_bool(guard) or isinstance(guard, (DataWorld, Mesh))):
+            raise ConfigError(f"DataLoader: guard {guard!r} is a {type(guard).__name__} (expected True, False, or the "
+                              "DataWorld of distsampler.mesh.mesh_world (or its Mesh) under model parallelism)")
         super().__init__(dataset, *args, **kwargs)
         if isinstance(dataset, torch.utils.data.IterableDataset):
             arg, self._source = "dataset", _source_of(dataset)
@@ -107,6 +122,8 @@ class DataLoader(torch.utils.data.DataLoader):
             raise ConfigError(f"DataLoader: padding_mask=True is not available for {type(self._source).__name__} "
                               "(its items carry no padding flag; expected padding_mask=False)")
         self._padding_mask = _flag("DataLoader", "padding_mask", padding_mask)
+        self._guard = bool(guard) if _is_bool(guard) else guard
+        self._guarded_epoch = None  # the epoch the guard last passed in
         self._step = 1 if self.batch_size is None else self.batch_size
         self._source._attach(self)
         self._pass = 0  # identifies the latest iteration; older iterators stop counting
@@ -129,11 +146,32 @@ class DataLoader(torch.utils.data.DataLoader):
             warnings.warn(f"DataLoader: epoch {source.epoch} starts again without a new set_epoch, so this pass "
                           "repeats the last one's order; call loader.set_epoch(epoch) (or the sampler's) before each "
                           "epoch", stacklevel=3)
+        self._check_world(source)
         self._pass += 1
         self._pass_epoch = source.epoch
         self._received = 0
         self._finished = False
         self._length = len(source) if self._kind == "samples" else None
+
+    def _check_world(self, source):
+        """The guard of each epoch's first iteration (``guard=``, see the class)."""
+        if self._guard is False or self._guarded_epoch == source.epoch:
+            return
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            return
+        mesh = None if self._guard is True else self._guard
+        if mesh is None and source.num_replicas == 1:
+            return  # a loader of this rank's own: the other ranks may never iterate one
+        from .guard import guard  # guard imports the mesh helpers; loaded when first needed
+        try:
+            guard(source, mesh=mesh)
+        except ConfigError as e:
+            if mesh is None and "num_replicas" in str(e):
+                raise ConfigError(f"DataLoader: {e}; under tensor, context or pipeline parallelism pass "
+                                  "guard=mesh_world(...) (distsampler.mesh) so that the data-parallel groups are "
+                                  "checked, or guard=False") from None
+            raise ConfigError(f"DataLoader: {e}") from None
+        self._guarded_epoch = source.epoch
 
     def _returned(self, pass_id):
         if pass_id == self._pass:
