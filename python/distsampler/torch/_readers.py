@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Each format is one entry of ``READERS``, used by both file datasets:
 
-- ``indexed(x, offset, files)``: record ``offset`` of a shard through its C++ index entry
+- ``indexed(x, offset, file)``: record ``offset`` of a shard through its C++ index entry
   ``x`` (``distsampler._core.index_shards``: byte offsets and sizes, tar members, the
-  Megatron ``.bin``); ``files`` keeps the shard's open file or memory map (``get(key, opener)``);
+  Megatron ``.bin``); ``file`` is the shard's open ``ShardFile``, which reads byte ranges;
 - ``scan(path)``: the shard's records in order, without an index (None: the format needs one);
 - ``random(path)``: an object whose ``[i]`` and ``len()`` read records by random access
   without an index, or None when the format has none.
@@ -13,6 +13,11 @@ A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty 
 (WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
 sharing a key; ``.npy``, a row along axis 0 (a NumPy array); Megatron, a sequence's tokens
 (uint16 widened to int32, which torch converts).
+
+No file is memory-mapped: a file truncated under a memory map kills the process (SIGBUS)
+on the next read of a lost page. Every read goes through a ``ShardFile``, which checks the
+file's size, modification time and inode against what they were when the dataset indexed
+(or first opened) it, and refuses a file that changed with an error naming it.
 """
 
 import json
@@ -50,13 +55,80 @@ def _json(path, offset, line, where=""):
         raise ConfigError(f"{path} record {offset}{where} is not JSON: {e}") from None
 
 
+def file_identity(st):
+    """What identifies a file's contents for a running job: size, modification time (ns), inode."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _describe_change(then, now):
+    if now is None:
+        return "it was removed"
+    if now[0] != then[0]:
+        return f"its size went from {then[0]} to {now[0]} bytes"
+    if now[1] != then[1]:
+        return "its modification time changed"
+    return "it was replaced by another file (a new inode)"
+
+
+def changed_error(who, path, then, now, fix):
+    return ConfigError(f"{who}: shard {path} changed while this job reads it ({_describe_change(then, now)}): "
+                       f"records read from it now would be wrong or missing, so it is not read; {fix}")
+
+
+class ShardFile:
+    """One shard file open for positioned reads (never a memory map). Before every read the file
+    at `path` must still be the one of `identity` (``file_identity`` of its stat: size,
+    modification time and inode); a file that changed is refused with `fix` saying what to do."""
+
+    def __init__(self, who, path, identity, fix):
+        self.who, self.path, self.identity, self.fix = who, path, identity, fix
+        self.check()
+        try:
+            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise ConfigError(f"{who}: shard {path} cannot be opened ({e.strerror}); {fix}") from None
+        now = file_identity(os.fstat(self.fd))
+        if now != identity:
+            os.close(self.fd)
+            self.fd = None
+            raise changed_error(who, path, identity, now, fix)
+
+    def check(self):
+        try:
+            now = file_identity(os.stat(self.path))
+        except FileNotFoundError:
+            now = None
+        if now != self.identity:
+            raise changed_error(self.who, self.path, self.identity, now, self.fix)
+
+    def read(self, start, size):
+        """Bytes [start, start + size) of the file, as a bytearray; checks the file first."""
+        self.check()
+        if start + size > self.identity[0]:
+            raise ConfigError(f"{self.who}: shard {self.path}: bytes {start}..{start + size} lie past the end of its "
+                              f"{self.identity[0]} bytes (its index does not match it); {self.fix}")
+        out = bytearray(size)
+        view, done = memoryview(out), 0
+        while done < size:
+            n = os.preadv(self.fd, [view[done:]], start + done)
+            if n == 0:  # the file ended early: it shrank after the check
+                self.check()
+                raise changed_error(self.who, self.path, self.identity, None, self.fix)
+            done += n
+        return out
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 class _Jsonl:
     @staticmethod
-    def indexed(x, offset, files):
+    def indexed(x, offset, file):
         start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
-        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
-        f.seek(start)
-        return _json(f"ShardedDataset: shard {x['path']}", offset, f.read(size), f" (bytes {start}..{start + size})")
+        return _json(f"ShardedDataset: shard {x['path']}", offset, bytes(file.read(start, size)),
+                     f" (bytes {start}..{start + size})")
 
     @staticmethod
     def scan(path):
@@ -72,12 +144,10 @@ class _Jsonl:
 
 class _Tar:
     @staticmethod
-    def indexed(x, offset, files):
-        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
+    def indexed(x, offset, file):
         sample = {"__key__": x["keys"][offset]}
         for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
-            f.seek(member_at)
-            sample[suffix] = f.read(member_size)
+            sample[suffix] = bytes(file.read(member_at, member_size))
         return sample
 
     @staticmethod
@@ -104,38 +174,78 @@ class _Tar:
 
 class _Npy:
     @staticmethod
-    def indexed(x, offset, files):
-        def opener():
-            rows = x["records"]
-            if rows == 0:
-                return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
-            return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
-                             shape=(rows, *x["row_shape"]))
-        return np.array(files.get(x["path"], opener)[offset])
+    def indexed(x, offset, file):
+        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
+        return np.frombuffer(file.read(start, size), dtype=np.dtype(x["dtype"])).reshape(tuple(x["row_shape"]))
 
     @staticmethod
     def scan(path):
-        for row in np.load(path, mmap_mode="r"):
-            yield np.array(row)
+        rows = _NpyRows(path)
+        try:
+            for i in range(len(rows)):
+                yield rows[i]
+        finally:
+            rows.close()
 
     @staticmethod
     def random(path):
-        return np.load(path, mmap_mode="r")
+        return _NpyRows(path)
 
 
 class _Megatron:
     @staticmethod
-    def indexed(x, offset, files):
+    def indexed(x, offset, file):
         start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
         if size == 0:
             return np.empty(0, dtype=np.int32 if x["dtype"] == "uint16" else np.dtype(x["dtype"]))
-        data = files.get(x["path"], lambda: np.memmap(x["data_path"], dtype=np.uint8, mode="r"))
-        tokens = data[start:start + size].view(np.dtype(x["dtype"]))
+        tokens = np.frombuffer(file.read(start, size), dtype=np.dtype(x["dtype"]))
         # torch before 2.3 has no uint16 tensors: a DataLoader could not convert the tokens.
-        return tokens.astype(np.int32) if tokens.dtype == np.uint16 else np.array(tokens)
+        return tokens.astype(np.int32) if tokens.dtype == np.uint16 else tokens
 
     scan = None
     random = None
+
+
+class _NpyRows:
+    """The rows of a ``.npy`` file by positioned reads (StreamDataset: no index; the file's identity
+    when first opened is what every later read checks)."""
+
+    def __init__(self, path):
+        who, fix = "StreamDataset", "restart the job from its last checkpoint once the file is complete again"
+        try:
+            with open(path, "rb") as f:
+                identity = file_identity(os.fstat(f.fileno()))
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                data = f.tell()
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{who}: shard {path} is not a readable .npy file ({e})") from None
+        if fortran or dtype.hasobject or not shape:
+            raise ConfigError(f"{who}: shard {path} is not a C-order .npy array of rows (fortran_order {fortran}, "
+                              f"dtype {dtype}, shape {shape}); save it with numpy.save of a C-contiguous array")
+        self.row_shape, self.dtype = tuple(shape[1:]), dtype
+        self.row_bytes = dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
+        if self.row_bytes == 0 and shape[0] > 0:
+            raise ConfigError(f"{who}: shard {path} has rows of 0 bytes (shape {shape}): they hold no data (expected "
+                              "rows of at least one byte)")
+        if data + shape[0] * self.row_bytes != identity[0]:
+            raise ConfigError(f"{who}: shard {path} is {identity[0]} bytes, but its header ({data} bytes) and "
+                              f"{shape[0]} rows of {self.row_bytes} bytes need {data + shape[0] * self.row_bytes}")
+        self.rows, self.data = shape[0], data
+        self.file = ShardFile(who, path, identity, fix)
+
+    def __len__(self):
+        return self.rows
+
+    def __getitem__(self, i):
+        raw = self.file.read(self.data + i * self.row_bytes, self.row_bytes)
+        return np.frombuffer(raw, dtype=self.dtype).reshape(self.row_shape)
+
+    def close(self):
+        self.file.close()
 
 
 READERS = {"jsonl": _Jsonl, "tar": _Tar, "npy": _Npy, "megatron": _Megatron}
@@ -155,7 +265,7 @@ class SequentialReader:
         if self.reader.random is not None:
             if self._array is None:
                 self._array = self.reader.random(self.path)
-            return np.array(self._array[i]) if i < len(self._array) else None
+            return self._array[i] if i < len(self._array) else None
         if self._it is None or i < self._next:
             self._it, self._next = self.reader.scan(self.path), 0
         for rec in self._it:

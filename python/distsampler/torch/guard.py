@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 import pickle
 
+import torch
 import torch.distributed as dist
 
 from .._core import ConfigError
@@ -43,6 +44,21 @@ def _describe(sampler):
     }
 
 
+def _guarded(obj):
+    # What the guard checks for `obj`: a dataset that reads through a sampler or stream of its own
+    # (ShardedDataset: its ShardStream) is checked through that index stream, so the mesh guard hashes
+    # the indices it hands out and never reads (or decodes) a record.
+    own = getattr(obj, "_guard_target", None)
+    if callable(own):
+        return own()
+    if isinstance(obj, torch.utils.data.Dataset) and not isinstance(obj, torch.utils.data.Sampler):
+        for name in ("sampler", "stream", "batch_sampler"):
+            inner = getattr(obj, name, None)
+            if inner is not None and callable(getattr(inner, "_guard_description", None)):
+                return inner
+    return obj
+
+
 def _store(group):
     # The store every rank of the job reaches: the default process group's (torch.distributed's own).
     return dist.distributed_c10d._get_default_store()
@@ -58,7 +74,10 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     ``set_epoch``. Raises ``ConfigError`` on every rank, naming the first rank that
     differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
     "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
-    these attributes, torch's own DistributedSampler included.
+    these attributes, torch's own DistributedSampler included. A dataset that reads through
+    a sampler or stream of its own (``ShardedDataset``: its ``stream``; any dataset with a
+    ``sampler``, ``stream`` or ``batch_sampler`` attribute holding one of the library's) is
+    checked through it: the guard compares the indices it hands out and never reads a record.
 
     ``timeout`` (seconds, or a ``datetime.timedelta``) bounds the wait for the other
     ranks. Either every live rank returns, or every live rank raises the same
@@ -88,6 +107,7 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     seconds = timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
+    sampler = _guarded(sampler)
     mine = _describe(sampler)
     if mesh is not None:
         mine.update(guard_mesh_fields(sampler))
