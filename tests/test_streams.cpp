@@ -440,6 +440,52 @@ TEST_CASE("stream job states are SamplerStates of family stream and refuse as Sa
                     "StreamJobState: carry 0:1:2 (expected done < total, shard below shards, pass below next_pass)");
 }
 
+TEST_CASE("a state whose next pass lies far beyond its open passes resumes in one step; past 2^48 it is refused",
+          "[streams][state]") {
+  StreamsWorld data;
+  data.sizes = {3, 4, 5, 6};
+  data.offsets = {0, 3, 7, 12};
+  auto read = [&](const ds::StreamRead& r) { return data.read(r); };
+  auto state = [](std::uint64_t next_pass, std::vector<std::uint64_t> words) {
+    ds::SamplerState st;
+    st.set_key(ds::StreamJobState::key(4, 9, ds::StreamPlan(4, {}, 9, 2).layout()));
+    st.epoch = next_pass;
+    st.extra = std::move(words);
+    return ds::StreamJobState::from_text(st.to_text());
+  };
+  // Pass 3 left shard position 1 open (offset 2); every pass from 4 to 2^40 - 1 read in full.
+  const std::uint64_t far = std::uint64_t{1} << 40;
+  const ds::StreamJobState s = state(far, {1, 0, 1, 3, 1, 1, 1, 0, 1, 2, 0});
+  auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 2);
+  const std::vector<ds::StreamProgress> start = ds::resume_stream(*plan, s);
+  CHECK(plan->next_pass_after(3) == far);
+  CHECK(plan->next_pass_after(far) == far + 1);
+  std::map<std::uint64_t, std::uint64_t> per_pass;
+  for (std::uint64_t c = 0; c < 2; ++c) {
+    ds::StreamCursor cursor(plan, c, start[c]);
+    for (int i = 0; i < 12; ++i) {
+      for (const ds::StreamEmit& e : cursor.next(1, read)) ++per_pass[e.pass];
+    }
+  }
+  // The open rest of pass 3 (shard position 1: a shard's records from offset 2), then passes 2^40 and on.
+  std::vector<std::uint64_t> passes;
+  std::uint64_t total = 0;
+  for (const auto& [pass, n] : per_pass) {
+    passes.push_back(pass);
+    total += n;
+  }
+  CHECK(passes == std::vector<std::uint64_t>{3, far, far + 1});
+  CHECK(total == 24);
+  // At 2^48 the state is still read; beyond, and at 2^64 - 1 (where counting on would wrap), refused.
+  CHECK(state(std::uint64_t{1} << 48, {1, 0, 0, 0}).next_pass == std::uint64_t{1} << 48);
+  CHECK_THROWS_WITH(state((std::uint64_t{1} << 48) + 1, {1, 0, 0, 0}),
+                    "StreamJobState: next_pass 281474976710657 is beyond 2^48 passes (expected a pass a job can "
+                    "reach: every pass reads at least one record; the state is corrupted or was edited)");
+  CHECK_THROWS_WITH(state(UINT64_MAX, {1, 0, 0, 0}),
+                    "StreamJobState: next_pass 18446744073709551615 is beyond 2^48 passes (expected a pass a job can "
+                    "reach: every pass reads at least one record; the state is corrupted or was edited)");
+}
+
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {
   CHECK_THROWS_WITH(ds::StreamPlan(0, {}, 0, 1), "StreamPlan: shards 0 is too few (expected at least 1)");
   CHECK_THROWS_WITH(ds::StreamPlan(2, {}, 0, 0), "StreamPlan: consumers 0 is too few (expected at least 1)");

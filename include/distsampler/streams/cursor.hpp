@@ -155,7 +155,7 @@ class StreamCursor {
         probe.barren = 0;
       }
       probe.emitted_in_pass = false;
-      ++p.pass;
+      p.pass = plan_->next_pass_after(p.pass);  // over a resumed state's fully read passes at once
       p.position = 0;
       p.offset = 0;
     }

@@ -187,6 +187,16 @@ class StreamPlan {
     return shares == nullptr ? empty_ : (*shares)[static_cast<std::size_t>(consumer)];
   }
 
+  /// The first pass after `pass` that can hold pieces: from first_fresh_pass() on, pass + 1;
+  /// before it, the next pass a resumed state left open, else first_fresh_pass(). So a cursor
+  /// skips the fully read passes between a state's open passes and its next_pass in one step,
+  /// however many there are. O(log passes).
+  [[nodiscard]] std::uint64_t next_pass_after(std::uint64_t pass) const noexcept {
+    if (pass >= first_fresh_ || first_fresh_ - pass == 1) return pass + 1;
+    const auto it = dealt_.upper_bound(pass);
+    return it != dealt_.end() && it->first < first_fresh_ ? it->first : first_fresh_;
+  }
+
   /// Forgets the deals of passes before `pass` (what no consumer reads any more). O(log passes).
   void release_before(std::uint64_t pass) {
     released_ = std::max(released_, pass);
