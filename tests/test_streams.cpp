@@ -498,6 +498,15 @@ TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[stream
   CHECK_THROWS_WITH(cur.next(0, [](const ds::StreamRead&) { return std::optional<std::uint64_t>(1); }),
                     "StreamCursor::next: capacity 0 is too small (expected at least 1)");
   CHECK_THROWS_WITH(ds::StreamPacker(0, 8), Catch::Contains("StreamPacker: sequences 0 x sequence_length 8"));
+  // Bounded before anything is read: a sequence of 2^40 tokens was accepted and never filled.
+  CHECK_THROWS_WITH(ds::StreamPacker(1, std::uint64_t{1} << 40),
+                    "StreamPacker: sequences 1 x sequence_length 1099511627776 (expected both at least 1, "
+                    "sequence_length at most 8388607 and their product at most 134217728 tokens per micro-batch)");
+  CHECK_THROWS_WITH(ds::StreamPacker(17, 8388607), Catch::Contains("their product at most 134217728 tokens"));
+  CHECK(ds::StreamPacker(16, 8388607).sequence_length() == 8388607);
+  CHECK_THROWS_WITH(ds::StreamPlan(2, {}, 0, std::uint64_t{1} << 24),
+                    "StreamPlan: consumers 16777216 is too many (expected at most 1048576 consumers, ranks x loader "
+                    "workers: each pass holds a share per consumer)");
   CHECK_THROWS_WITH(ds::StreamSampler(2, {}, 0, ds::World(0, 1), 0),
                     "StreamSampler: num_workers 0 is too few (expected at least 1)");
 }

@@ -138,6 +138,23 @@ def test_refusals_name_the_argument(shards):
         StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, byte_sizes=[1])
     with pytest.raises(distsampler.ConfigError, match="sequence_length 0 is out of range"):
         StreamPacker(0, len)
+
+
+def test_sizes_that_would_never_fill_or_fit_are_refused_before_a_read(shards):
+    # StreamPacker(2**40) was accepted and never yielded; num_replicas=2**24 took 1.5 GB for one record.
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamPacker: sequence_length 1099511627776 is out of range "
+                       r"\(expected an int from 1 to 8388607 tokens, as PackedSequenceSampler's seq_len\)$"):
+        StreamPacker(2**40, len)
+    packer = StreamPacker(8388607, len)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: micro_batch 17 x packer sequence_length "
+                       r"8388607 is more than 134217728 tokens per item \(expected a smaller micro_batch\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=17, packer=packer)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: micro_batch 1000000000 is more than 134217728 "
+                       r"samples per item \(expected a smaller micro_batch\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=10**9)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: num_replicas 16777216 is more than 1048576 "
+                       r"\(expected at most 1048576 ranks x DataLoader workers: every pass holds a share for each\)$"):
+        StreamDataset(shards, num_replicas=2**24, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="format 'csv' is unknown"):
         StreamDataset(shards, format="csv", num_replicas=1, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="batch_size=4 with a StreamDataset"):
