@@ -858,6 +858,11 @@ refuse --threads 'is not' index --threads two "$idx/p.jsonl"
 refuse --bogus 'unknown flag' index --bogus "$idx/p.jsonl"
 refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
 refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
+# 128 bytes claiming 70,000,000 rows of 0 bytes: refused before an index entry per row (1.07 GB) is made.
+{ printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "{'descr': '<i4', 'fortran_order': False, 'shape': (70000000, 0), }"; } >"$idx/rows0.npy"
+[[ $(wc -c <"$idx/rows0.npy") -eq 128 ]] && passed=$((passed + 1)) || fail "rows0.npy is not 128 bytes"
+refuse "$idx/rows0.npy" 'has rows of 0 bytes (shape (70000000, 0)): they hold no data, and the file'"'"'s size cannot vouch for their count (expected rows of at least one byte)' \
+    index --verify "$idx/rows0.npy"
 head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
 refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
 printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth

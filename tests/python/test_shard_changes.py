@@ -116,3 +116,17 @@ def test_a_npy_shard_truncated_under_a_stream_dataset_is_refused_not_a_sigbus(tm
     with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
         for _ in range(4096):
             next(it)
+
+
+def test_a_npy_of_rows_of_zero_bytes_is_refused_before_its_rows_are_counted_out(tmp_path):
+    # 128 bytes claiming 70,000,000 rows took 1.8 GB (an index entry per row) before.
+    path = str(tmp_path / "empty_rows.npy")
+    np.save(path, np.empty((70000000, 0), dtype=np.int32))
+    assert os.path.getsize(path) == 128
+    message = (f"ShardedDataset: shard {path}: has rows of 0 bytes (shape (70000000, 0)): they hold no data, and the "
+               "file's size cannot vouch for their count (expected rows of at least one byte)")
+    with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
+        ShardedDataset([path], num_replicas=1, rank=0, cache=False)
+    message = message.replace("ShardedDataset", "StreamDataset")
+    with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
+        next(iter(StreamDataset([path], num_replicas=1, rank=0, micro_batch=1)))

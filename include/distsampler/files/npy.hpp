@@ -91,6 +91,13 @@ DISTSAMPLER_NAMESPACE_BEGIN
   }
   const std::uint64_t rows = h.shape[0];
   const std::uint64_t data = prefix + header_len;
+  if (row == 0 && rows != 0) {
+    // Rows of no bytes: the file cannot bound their count, and they hold no data to train on.
+    std::string shape = "(" + std::to_string(rows);
+    for (const std::uint64_t d : out.row_shape) shape += ", " + std::to_string(d);
+    fd::throw_shard_error(path, "has rows of 0 bytes (shape " + shape + ")): they hold no data, and the file's size "
+                                "cannot vouch for their count (expected rows of at least one byte)");
+  }
   const bool too_many = row != 0 && rows > (stamp.size - data) / row;
   if (too_many || data + rows * row != stamp.size) {
     fd::throw_shard_error(path, "is " + std::to_string(stamp.size) + " bytes, but its header (" +

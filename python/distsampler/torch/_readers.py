@@ -229,8 +229,8 @@ class _NpyRows:
         self.row_shape, self.dtype = tuple(shape[1:]), dtype
         self.row_bytes = dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
         if self.row_bytes == 0 and shape[0] > 0:
-            raise ConfigError(f"{who}: shard {path} has rows of 0 bytes (shape {shape}): they hold no data (expected "
-                              "rows of at least one byte)")
+            raise ConfigError(f"{who}: shard {path}: has rows of 0 bytes (shape {shape}): they hold no data, and the "
+                              "file's size cannot vouch for their count (expected rows of at least one byte)")
         if data + shape[0] * self.row_bytes != identity[0]:
             raise ConfigError(f"{who}: shard {path} is {identity[0]} bytes, but its header ({data} bytes) and "
                               f"{shape[0]} rows of {self.row_bytes} bytes need {data + shape[0] * self.row_bytes}")
