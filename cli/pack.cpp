@@ -114,6 +114,16 @@ int run_pack(const Invocation& in) {
     steps = std::min(steps, at - offset);
   }
   const std::uint64_t first = rank.value_or(0), last = rank ? first + 1 : world_size;
+  // Every printed sequence is one "[...]": bounded as batches bounds its indices.
+  const std::uint64_t printed =
+      saturating_mul(saturating_mul(steps, saturating_mul(s.micro_batch_size(), s.accumulation_steps())), last - first);
+  if (printed > limits::printed) {
+    throw UsageError(fmt::format("{} steps of --micro-batch {} x --accum {} on {} would print {} sequences, more than "
+                                 "the {} printed at once; pass a smaller --steps S{}",
+                                 steps, s.micro_batch_size(), s.accumulation_steps(), rank ? "one rank" : "every rank",
+                                 printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed), limits::printed,
+                                 rank ? "" : " or --rank R"));
+  }
   std::string line;
   ds::PackWindow cache;
   for (std::uint64_t step = 0; step < steps; ++step) {
@@ -174,8 +184,10 @@ std::vector<CommandSpec> pack_commands() {
            {"--micro-batch", "--accum", "--global-batch", "--mode", "--document-window", "--chunk", "--no-split",
             "--plan-limit", "--rank", "--steps", "--seed", "--epoch", "--state-after", "--resume"},
            fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at "
-                       "most {}.\n",
-                       limits::lengths, limits::ranks),
+                       "most {};\nat most {} sequences printed (see --steps, --rank); --micro-batch at most {}; a best-fit "
+                       "window at most {} pieces.\n",
+                       limits::lengths, limits::ranks, limits::printed, ds::PackOptions::max_micro_batch_size,
+                       ds::PackOptions::max_window_pieces),
            run_pack}};
 }
 

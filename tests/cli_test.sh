@@ -411,6 +411,16 @@ refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths
 refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
     --mode best-fit --no-split
 refuse --mode '--mode "first-fit"' pack --lengths 3,4 --seq-len 10 --world 1 --mode first-fit
+# Bounded before anything is printed or allocated: 4.3e9 lines, 2^32 best-fit pieces, 10^9 sequences per micro-batch.
+refuse --steps '4294967295 steps of --micro-batch 1 x --accum 1 on every rank would print 4294967295 sequences, more than the 67108864 printed at once; pass a smaller --steps S or --rank R' \
+    pack --lengths 4294967295 --seq-len 1 --world 1
+refuse --steps 'on one rank would print 2147483647 sequences, more than the 67108864 printed at once; pass a smaller --steps S' \
+    pack --lengths 4294967295 --seq-len 1 --world 2 --rank 0
+expect 0 '^step 2 rank 1: \[0:5\+1\]$' -- pack --lengths 4294967295 --seq-len 1 --world 2 --rank 1 --steps 3
+refuse --seq-len 'window 0 of epoch 0 holds 4294967295 pieces (its documents cut at seq_len 1), more than the 4194304 best-fit packs at once (expected a larger seq_len, a smaller window, or mode concat)' \
+    pack --lengths 4294967295 --seq-len 1 --world 1 --mode best-fit
+refuse --micro-batch 'micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per micro-batch)' \
+    pack --lengths 5,7,3 --seq-len 10 --world 1 --mode best-fit --micro-batch 1000000000
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' pack --lengths 3,4 --seq-len 2 --world 2 --rank 2
 refuse --state-after '--state-after 9 is out of range (expected 0..3' pack --lengths 3,4 --seq-len 2 --world 1 \
     --state-after 9

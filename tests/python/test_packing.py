@@ -221,12 +221,27 @@ def test_a_state_of_another_mode_seq_len_or_lengths_is_refused_naming_the_field(
     ({"mode": "best-fit", "split_long": False}, "document 1 has 900 tokens, over seq_len 64"),
     ({"window": 8, "chunk": 16}, "window 8 is out of range (expected chunk 16..4294967295)"),
     ({"plan_limit": 0}, "plan_limit 0 is out of range (expected at least 1 window record)"),
+    # Bounded before anything is allocated for them (a micro-batch of 10^9 sequences took 2.1 GB).
+    ({"micro_batch_size": 10**9}, "micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per "
+                                  "micro-batch)"),
 ])
 def test_bad_input_raises_config_error_naming_it(kwargs, message):
     args = {"seq_len": 64, "micro_batch_size": 1, **kwargs}
     with pytest.raises(distsampler.ConfigError) as e:
         PackedSequenceSampler([5, 900, 0, 3], args.pop("seq_len"), args.pop("micro_batch_size"), 1, 0, **args)
     assert message in str(e.value)
+
+
+def test_a_best_fit_window_of_more_pieces_than_it_can_pack_is_refused_naming_seq_len():
+    # One document of 2^32 - 1 tokens at seq_len 1: 2^32 pieces in one window took 3.3 GB before.
+    lengths = np.array([2**32 - 1], dtype=np.uint32)
+    message = ("PackedSequenceSampler: window 0 of epoch 0 holds 4294967295 pieces (its documents cut at seq_len 1), "
+               "more than the 4194304 best-fit packs at once (expected a larger seq_len, a smaller window, or mode "
+               "concat)")
+    with pytest.raises(distsampler.ConfigError) as e:
+        PackedSequenceSampler(lengths, 1, 1, 1, 0, mode="best-fit")
+    assert str(e.value) == message
+    assert len(PackedSequenceSampler(lengths, 1, 1, 1, 0, plan_limit=1)) == 2**32 - 1  # concat holds no pieces
 
 
 def test_megatron_index_and_bin_feed_the_sampler_and_collate(tmp_path):
