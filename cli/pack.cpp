@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,9 +22,14 @@ namespace ds = distsampler;
 // --lengths: a list, a file of one count per line, or a Megatron .idx file (told by its magic or
 // its name; read by the files layer, which also checks the pointers against the .bin beside it).
 std::vector<std::uint32_t> pack_lengths(std::string_view spec) {
-  bool idx = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
+  const bool named_idx = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
+  bool idx = named_idx;
+  struct stat info {};
+  // Only a regular file is probed for the magic: a pipe (`<(seq 1 5000)`) can be read once,
+  // and a probe through stdio would take its first 4 KiB from the lengths read after it.
   if (!idx && !spec.empty() && spec.find_first_not_of("0123456789,") != std::string_view::npos &&
-      spec.find('\0') == std::string_view::npos) {
+      spec.find('\0') == std::string_view::npos && ::stat(std::string(spec).c_str(), &info) == 0 &&
+      S_ISREG(info.st_mode)) {
     std::FILE* f = std::fopen(std::string(spec).c_str(), "rb");
     if (f != nullptr) {
       char head[9] = {};
@@ -31,6 +38,12 @@ std::vector<std::uint32_t> pack_lengths(std::string_view spec) {
     }
   }
   if (!idx) return parse_lengths("--lengths", spec);
+  if (!named_idx) {
+    throw UsageError(fmt::format("--lengths {} is a Megatron index (it starts with the .idx magic) but its name does not "
+                                 "end in .idx, so its .bin cannot be found beside it (expected NAME.idx next to "
+                                 "NAME.bin)",
+                                 std::string(spec)));
+  }
   const ds::ShardIndex index = library("--lengths", [&] { return ds::index_megatron(std::string(spec)); });
   std::uint64_t itemsize = 1;
   for (std::uint64_t code = 1; code <= 8; ++code) {

@@ -440,6 +440,14 @@ PY
 expect 0 '^tokens: 12 in the epoch, 12 read, 0 dropped' -- pack --lengths "$tmp/data.idx" --seq-len 4 --world 1 --seed 1
 expect 0 '^sequences: 3 in the epoch, 3 read; 3 documents, 1 of 0 tokens skipped, 0 split$' -- pack \
     --lengths "$tmp/data.idx" --seq-len 4 --world 1
+cp "$tmp/data.idx" "$tmp/data.lengths"
+refuse --lengths "--lengths $tmp/data.lengths is a Megatron index (it starts with the .idx magic) but its name does not end in .idx, so its .bin cannot be found beside it (expected NAME.idx next to NAME.bin)" \
+    pack --lengths "$tmp/data.lengths" --seq-len 4 --world 1
+# A pipe is read once, as lengths: the .idx magic probe took its first 4 KiB (3960 of 5000 documents were read).
+expect 0 '^sequences: 1 in the epoch, 1 read; 5000 documents, 0 of 0 tokens skipped, 0 split$' -- \
+    pack --lengths <(seq 1 5000) --seq-len 8388607 --world 1 --steps 0
+expect 0 '^sequences: 2 in the epoch, 2 read; 6 documents, 0 of 0 tokens skipped, 0 split$' -- \
+    pack --lengths <(seq 1 6) --seq-len 10 --world 1 --steps 0
 refuse --lengths 'cut.idx: is truncated: 99 bytes, but its header' pack --lengths "$tmp/cut.idx" --seq-len 4 \
     --world 1
 refuse --lengths 'text.idx: is truncated: 4 bytes, shorter than the 34-byte header' pack --lengths "$tmp/text.idx" --seq-len 4 --world 1
