@@ -130,3 +130,37 @@ def test_a_npy_of_rows_of_zero_bytes_is_refused_before_its_rows_are_counted_out(
     message = message.replace("ShardedDataset", "StreamDataset")
     with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
         next(iter(StreamDataset([path], num_replicas=1, rank=0, micro_batch=1)))
+
+
+def damaged_tars(folder):
+    """Three damaged WebDataset shards, each with 4 samples of members .txt and .cls before the damage."""
+    paths, expected = write_tar(folder, [4, 4, 4])
+    with open(paths[0], "r+b") as f:  # the third member's header: one byte of its name changed, checksum kept
+        f.seek(2 * 1024)
+        f.write(b"X")
+    with open(paths[1], "rb") as f:  # sample 1's .cls twice: the .txt header renamed to .cls
+        data = bytearray(f.read())
+    at = data.index(b"train/000005.txt")
+    data[at:at + 16] = b"train/000005.cls"
+    checksum = sum(data[at:at + 148]) + 8 * 32 + sum(data[at + 156:at + 512])
+    data[at + 148:at + 156] = b"%06o\0 " % checksum
+    with open(paths[1], "wb") as f:
+        f.write(data)
+    size = 4 * 2 * 1024  # every member is one header block and one data block: no end-of-archive blocks
+    os.truncate(paths[2], size)
+    return paths
+
+
+@pytest.mark.parametrize("shard, fault", [(0, "has a bad checksum"), (1, "has two members with the suffix \"cls\""),
+                                          (2, "without the end-of-archive block")])
+def test_a_stream_dataset_refuses_a_damaged_tar_as_sharded_dataset_does(tmp_path, shard, fault):
+    # StreamDataset read these through Python's tarfile: the members after a bad checksum vanished, the second
+    # .cls replaced the first, and an archive without its end was read as complete.
+    path = damaged_tars(str(tmp_path))[shard]
+    with pytest.raises(ConfigError) as sharded:
+        ShardedDataset([path], num_replicas=1, rank=0, cache=False)
+    message = str(sharded.value).replace("ShardedDataset: ", "StreamDataset: ", 1)
+    assert message.startswith(f"StreamDataset: shard {path}: ") and fault in message
+    with pytest.raises(ConfigError) as streamed:
+        list(next(iter(StreamDataset([path], num_replicas=1, rank=0, micro_batch=4))) for _ in range(3))
+    assert str(streamed.value) == message
