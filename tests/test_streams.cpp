@@ -440,7 +440,7 @@ TEST_CASE("stream job states are SamplerStates of family stream and refuse as Sa
                     "StreamJobState: carry 0:1:2 (expected done < total, shard below shards, pass below next_pass)");
 }
 
-TEST_CASE("a state whose next pass lies far beyond its open passes resumes in one step; past 2^48 it is refused",
+TEST_CASE("a state whose next pass lies far beyond its open passes resumes in one step and one past 2^48 is refused",
           "[streams][state]") {
   StreamsWorld data;
   data.sizes = {3, 4, 5, 6};

@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: MIT
 import pickle
 
-import torch
 import torch.distributed as dist
 
 from .._core import ConfigError
@@ -46,15 +45,17 @@ def _describe(sampler):
 
 def _guarded(obj):
     # What the guard checks for `obj`: a dataset that reads through a sampler or stream of its own
-    # (ShardedDataset: its ShardStream) is checked through that index stream, so the mesh guard hashes
-    # the indices it hands out and never reads (or decodes) a record.
+    # (ShardedDataset: its ShardStream, named by _guard_target) is checked through that index
+    # stream, so the mesh guard hashes the indices it hands out and never reads (or decodes) a
+    # record; an object that describes no sampler itself is checked through the first of its
+    # sampler, stream or batch_sampler attributes that does (a dataset of your own, a DataLoader).
     own = getattr(obj, "_guard_target", None)
     if callable(own):
         return own()
-    if isinstance(obj, torch.utils.data.Dataset) and not isinstance(obj, torch.utils.data.Sampler):
+    if not callable(getattr(obj, "_guard_description", None)):
         for name in ("sampler", "stream", "batch_sampler"):
             inner = getattr(obj, name, None)
-            if inner is not None and callable(getattr(inner, "_guard_description", None)):
+            if callable(getattr(inner, "_guard_description", None)):
                 return inner
     return obj
 
@@ -75,9 +76,10 @@ def guard(sampler, group=None, timeout=300.0, mesh=None):
     differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
     "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
     these attributes, torch's own DistributedSampler included. A dataset that reads through
-    a sampler or stream of its own (``ShardedDataset``: its ``stream``; any dataset with a
-    ``sampler``, ``stream`` or ``batch_sampler`` attribute holding one of the library's) is
-    checked through it: the guard compares the indices it hands out and never reads a record.
+    a sampler or stream of its own (``ShardedDataset``: its ``stream``; an object that is no
+    sampler itself but holds one of the library's as ``sampler``, ``stream`` or
+    ``batch_sampler``) is checked through it: the guard compares the indices it hands out and
+    never reads a record.
 
     ``timeout`` (seconds, or a ``datetime.timedelta``) bounds the wait for the other
     ranks. Either every live rank returns, or every live rank raises the same

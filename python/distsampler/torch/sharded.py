@@ -64,6 +64,22 @@ _CHANGED_FIX = ("rebuild its index (ShardedDataset(..., rebuild=True)) and resta
                 "(or restore the file as it was)")
 
 
+def _identities(indexes):
+    """Each data file's identity now, which every read checks: a file changed under a running job is
+    refused, never read as other records (and never through a memory map, which would SIGBUS)."""
+    out = []
+    for x in indexes:
+        try:
+            now = file_identity(os.stat(x["data_path"]))
+        except OSError:
+            now = None
+        if now is None or now[0] != x["data_size"]:
+            then = (x["data_size"],) + (now[1:] if now is not None else (0, 0))
+            raise changed_error("ShardedDataset", x["path"], then, now, _CHANGED_FIX)
+        out.append(now)
+    return out
+
+
 class _OpenFiles:
     """At most `limit` open shard files (ShardFile objects), least recently used closed first."""
 
@@ -178,18 +194,7 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         except ConfigError as e:
             hint = " (rebuild=True rebuilds it)" if "rebuild the index" in str(e) else ""
             raise ConfigError(f"{who}: {e}{hint}") from None
-        # Each data file's identity now, which every read checks (a file changed under a running job is
-        # refused, never read as other records and never through a memory map that would SIGBUS).
-        self._identities = []
-        for x in self.indexes:
-            try:
-                now = file_identity(os.stat(x["data_path"]))
-            except OSError:
-                now = None
-            then = (x["data_size"],) + (now[1:] if now is not None else (0, 0))
-            if now is None or now[0] != x["data_size"]:
-                raise changed_error(who, x["path"], then, now, _CHANGED_FIX)
-            self._identities.append(now)
+        self._identities = _identities(self.indexes)
         self.paths = paths
         self.decode = decode
         self.return_padding = tail == "pad" if return_padding is None else return_padding
@@ -204,6 +209,11 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         state = self.__dict__.copy()
         state["_files"] = None
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_identities" not in state:  # a pickle of 0.2: the files as they are now, if they still match the index
+            self._identities = _identities(self.indexes)
 
     def _guard_target(self):
         # guard(dataset, mesh=...) hashes what the stream hands out (shard, offset), never the records.
