@@ -164,3 +164,21 @@ def test_a_stream_dataset_refuses_a_damaged_tar_as_sharded_dataset_does(tmp_path
     with pytest.raises(ConfigError) as streamed:
         list(next(iter(StreamDataset([path], num_replicas=1, rank=0, micro_batch=4))) for _ in range(3))
     assert str(streamed.value) == message
+
+
+@pytest.mark.parametrize("fmt", ["npy", "tar"])
+def test_a_stream_dataset_holds_no_file_open_per_shard_it_read(tmp_path, fmt):
+    # Readers of every shard touched stay for the whole iteration: they must not each keep a descriptor.
+    paths = []
+    for s in range(200):
+        if fmt == "npy":
+            paths.append(str(tmp_path / f"rows-{s}.npy"))
+            np.save(paths[-1], np.full((2, 3), s, dtype=np.int32))
+    if fmt == "tar":
+        paths = write_tar(str(tmp_path), [2] * 200)[0]
+    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = fds()
+    it = iter(StreamDataset(paths, num_replicas=1, rank=0, micro_batch=10, byte_sizes=None))
+    for _ in range(40):  # one pass: 400 records of 200 shards
+        next(it)
+    assert fds() - before < 10

@@ -75,22 +75,29 @@ def changed_error(who, path, then, now, fix):
 
 
 class ShardFile:
-    """One shard file open for positioned reads (never a memory map). Before every read the file
-    at `path` must still be the one of `identity` (``file_identity`` of its stat: size,
-    modification time and inode); a file that changed is refused with `fix` saying what to do."""
+    """One shard file for positioned reads (never a memory map). Before every read the file at
+    `path` must still be the one of `identity` (``file_identity`` of its stat: size, modification
+    time and inode); a file that changed is refused with `fix` saying what to do. With
+    ``keep_open=False`` it holds no descriptor between reads (StreamDataset keeps a reader for
+    every shard it touched, which would otherwise hold as many open files)."""
 
-    def __init__(self, who, path, identity, fix):
-        self.who, self.path, self.identity, self.fix = who, path, identity, fix
+    def __init__(self, who, path, identity, fix, keep_open=True):
+        self.who, self.path, self.identity, self.fix, self.keep_open = who, path, identity, fix, keep_open
+        self.fd = None
         self.check()
+        if keep_open:
+            self._open()
+
+    def _open(self):
         try:
-            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
-            raise ConfigError(f"{who}: shard {path} cannot be opened ({e.strerror}); {fix}") from None
-        now = file_identity(os.fstat(self.fd))
-        if now != identity:
-            os.close(self.fd)
-            self.fd = None
-            raise changed_error(who, path, identity, now, fix)
+            raise ConfigError(f"{self.who}: shard {self.path} cannot be opened ({e.strerror}); {self.fix}") from None
+        now = file_identity(os.fstat(fd))
+        if now != self.identity:
+            os.close(fd)
+            raise changed_error(self.who, self.path, self.identity, now, self.fix)
+        self.fd = fd
 
     def check(self):
         try:
@@ -106,20 +113,29 @@ class ShardFile:
         if start + size > self.identity[0]:
             raise ConfigError(f"{self.who}: shard {self.path}: bytes {start}..{start + size} lie past the end of its "
                               f"{self.identity[0]} bytes (its index does not match it); {self.fix}")
-        out = bytearray(size)
-        view, done = memoryview(out), 0
-        while done < size:
-            n = os.preadv(self.fd, [view[done:]], start + done)
-            if n == 0:  # the file ended early: it shrank after the check
-                self.check()
-                raise changed_error(self.who, self.path, self.identity, None, self.fix)
-            done += n
-        return out
+        if self.fd is None:
+            self._open()
+        try:
+            out = bytearray(size)
+            view, done = memoryview(out), 0
+            while done < size:
+                n = os.preadv(self.fd, [view[done:]], start + done)
+                if n == 0:  # the file ended early: it shrank after the check
+                    self.check()
+                    raise changed_error(self.who, self.path, self.identity, None, self.fix)
+                done += n
+            return out
+        finally:
+            if not self.keep_open:
+                self.close()
 
     def close(self):
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+_STREAM_FIX = "restart the job from its last checkpoint once the file is complete again"
 
 
 class _Jsonl:
@@ -151,26 +167,43 @@ class _Tar:
 
     @staticmethod
     def scan(path):
-        # The C++ index reads the archive first, so a stream refuses what ShardedDataset refuses (a
-        # bad header checksum, a suffix twice in one sample, no end-of-archive, a member past the
-        # end), naming the file, instead of losing the members after the fault.
-        who = "StreamDataset"
-        fix = "restart the job from its last checkpoint once the file is complete again"
+        records = _TarRecords(path)
         try:
-            then = file_identity(os.stat(path))
-            x = _core.index_shards([path], "tar", "", "off", 1)[0]
+            for i in range(len(records)):
+                yield records[i]
+        finally:
+            records.close()
+
+    @staticmethod
+    def random(path):
+        return _TarRecords(path)
+
+
+class _TarRecords:
+    """The samples of a tar by their C++ index (StreamDataset: no cached index). The index reads the
+    archive's headers first, so a stream refuses what ShardedDataset refuses (a bad header checksum,
+    a suffix twice in one sample, no end-of-archive, a member past the end), naming the file, instead
+    of losing the members after the fault; the members are then read by positioned reads."""
+
+    def __init__(self, path):
+        who = "StreamDataset"
+        try:
+            identity = file_identity(os.stat(path))
+            self.index = _core.index_shards([path], "tar", "", "off", 1)[0]
         except FileNotFoundError:
             raise ConfigError(f"{who}: shard {path} cannot be opened (No such file or directory)") from None
         except ConfigError as e:
             raise ConfigError(f"{who}: {e}") from None
-        file = ShardFile(who, path, then, fix)
-        try:
-            for i in range(x["records"]):
-                yield _Tar.indexed(x, i, file)
-        finally:
-            file.close()
+        self.file = ShardFile(who, path, identity, _STREAM_FIX, keep_open=False)
 
-    random = None
+    def __len__(self):
+        return self.index["records"]
+
+    def __getitem__(self, i):
+        return _Tar.indexed(self.index, i, self.file)
+
+    def close(self):
+        self.file.close()
 
 
 class _Npy:
@@ -212,7 +245,7 @@ class _NpyRows:
     when first opened is what every later read checks)."""
 
     def __init__(self, path):
-        who, fix = "StreamDataset", "restart the job from its last checkpoint once the file is complete again"
+        who, fix = "StreamDataset", _STREAM_FIX
         try:
             with open(path, "rb") as f:
                 identity = file_identity(os.fstat(f.fileno()))
@@ -236,7 +269,7 @@ class _NpyRows:
             raise ConfigError(f"{who}: shard {path} is {identity[0]} bytes, but its header ({data} bytes) and "
                               f"{shape[0]} rows of {self.row_bytes} bytes need {data + shape[0] * self.row_bytes}")
         self.rows, self.data = shape[0], data
-        self.file = ShardFile(who, path, identity, fix)
+        self.file = ShardFile(who, path, identity, fix, keep_open=False)
 
     def __len__(self):
         return self.rows
