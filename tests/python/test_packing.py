@@ -1,6 +1,7 @@
 # Tests of distsampler.torch.PackedSequenceSampler: packing, equal steps, collate, loaders, gloo, state, .idx, errors.
 # SPDX-License-Identifier: MIT
 import functools
+import os
 import pickle
 import struct
 
@@ -286,3 +287,26 @@ def test_four_gloo_ranks_same_steps_every_token_once_then_resume_on_two(gloo4):
     rest = [mb for r in results[:2] for mb in r["resumed_read"]]
     assert covered(lengths, first + rest) == int(lengths.sum())
     assert "resumed_read" not in results[2]
+
+
+def test_megatron_tokens_refuse_a_bin_truncated_under_them_instead_of_a_sigbus(tmp_path):
+    # megatron_tokens gave an np.memmap: a read of a page lost to truncation killed the process.
+    sizes = [3000, 5000]
+    body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 4, 2, 3) + struct.pack("<2i", *sizes)
+    body += struct.pack("<2q", 0, 12000) + struct.pack("<3q", 0, 1, 2)
+    (tmp_path / "d.idx").write_bytes(body)
+    np.arange(8000, dtype=np.int32).tofile(tmp_path / "d.bin")
+    data, offsets, _ = megatron_tokens(tmp_path / "d")
+    assert len(data) == 8000 and data.dtype == np.int32 and data[7999] == 7999
+    assert data[2998:3002].tolist() == [2998, 2999, 3000, 3001]
+    dataset = PackedSequenceDataset(pickle.loads(pickle.dumps(data)), offsets)
+    assert dataset[((1, 4990, 10),)][1][0].tolist() == list(range(7990, 8000))
+    bin_path = str(tmp_path / "d.bin")
+    os.truncate(bin_path, 4096)
+    message = (f"megatron_tokens: shard {bin_path} changed while this job reads it (its size went from 32000 to 4096 "
+               "bytes): records read from it now would be wrong or missing, so it is not read; restore the file (or call "
+               "megatron_tokens again on the new one) and restart the job from its last checkpoint")
+    for tokens in (data, dataset.tokens):
+        with pytest.raises(distsampler.ConfigError) as e:
+            tokens[7990:8000]
+        assert str(e.value) == message
