@@ -104,6 +104,8 @@ class ShardFile:
             now = file_identity(os.stat(self.path))
         except FileNotFoundError:
             now = None
+        except OSError as e:
+            raise ConfigError(f"{self.who}: shard {self.path} cannot be inspected ({e.strerror}); {self.fix}") from None
         if now != self.identity:
             raise changed_error(self.who, self.path, self.identity, now, self.fix)
 
@@ -121,8 +123,8 @@ class ShardFile:
             while done < size:
                 n = os.preadv(self.fd, [view[done:]], start + done)
                 if n == 0:  # the file ended early: it shrank after the check
-                    self.check()
-                    raise changed_error(self.who, self.path, self.identity, None, self.fix)
+                    raise changed_error(self.who, self.path, self.identity, file_identity(os.fstat(self.fd)),
+                                        self.fix)
                 done += n
             return out
         finally:
