@@ -140,6 +140,20 @@ def test_refusals_name_the_argument(shards):
         StreamPacker(0, len)
 
 
+@pytest.mark.parametrize("seed, message", [
+    ("7", "StreamDataset: seed '7' is not an integer (expected an int)"),
+    (1.5, "StreamDataset: seed 1.5 is not an integer (expected an int)"),
+    (2**64, "StreamDataset: seed 18446744073709551616 is out of range (expected -2^63..2^64-1, as torch.manual_seed)"),
+    (True, "StreamDataset: seed True is a bool (expected an int)"),
+])
+def test_a_seed_is_checked_as_every_other_sampler_checks_it(shards, seed, message):
+    # "7" became 7, 1.5 became 1 and 2**64 became 0.
+    with pytest.raises(distsampler.ConfigError) as e:
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=seed)
+    assert str(e.value) == message
+    assert StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=-1).seed == 2**64 - 1
+
+
 def test_sizes_that_would_never_fill_or_fit_are_refused_before_a_read(shards):
     # StreamPacker(2**40) was accepted and never yielded; num_replicas=2**24 took 1.5 GB for one record.
     with pytest.raises(distsampler.ConfigError, match=r"^StreamPacker: sequence_length 1099511627776 is out of range "

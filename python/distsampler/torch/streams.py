@@ -24,7 +24,7 @@ import torch.utils.data
 
 from .. import _core
 from .._core import ConfigError, StateError
-from ._common import PUBLIC_MODULE, _resolve_world
+from ._common import PUBLIC_MODULE, _resolve_world, _seed64
 from ._life import _Checkpointed
 from ._readers import SequentialReader, format_of
 from ._stream_cell import StreamCell, pass_counter
@@ -118,7 +118,7 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         if self.world_size > MAX_CONSUMERS:
             raise ConfigError(f"{who}: num_replicas {self.world_size} is more than {MAX_CONSUMERS} (expected at most "
                               f"{MAX_CONSUMERS} ranks x DataLoader workers: every pass holds a share for each)")
-        self.micro_batch, self.seed, self.filter, self.packer = micro_batch, int(seed) % (1 << 64), filter, packer
+        self.micro_batch, self.seed, self.filter, self.packer = micro_batch, _seed64(who, seed), filter, packer
         self._cell = StreamCell(state_capacity, who)
         self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from
