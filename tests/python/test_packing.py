@@ -222,6 +222,9 @@ def test_a_state_of_another_mode_seq_len_or_lengths_is_refused_naming_the_field(
     ({"mode": "best-fit", "split_long": False}, "document 1 has 900 tokens, over seq_len 64"),
     ({"window": 8, "chunk": 16}, "window 8 is out of range (expected chunk 16..4294967295)"),
     ({"plan_limit": 0}, "plan_limit 0 is out of range (expected at least 1 window record)"),
+    # A string was taken as true.
+    ({"split_long": "False"}, "PackedSequenceSampler: split_long 'False' is not a bool (expected True or False)"),
+    ({"shuffle": "no"}, "PackedSequenceSampler: shuffle 'no' is not a bool (expected True or False)"),
     # Bounded before anything is allocated for them (a micro-batch of 10^9 sequences took 2.1 GB).
     ({"micro_batch_size": 10**9}, "micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per "
                                   "micro-batch)"),

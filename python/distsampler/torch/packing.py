@@ -154,6 +154,9 @@ class PackedSequenceSampler(_StepSampler):
         self.mode = mode
         self.window = _unsigned(who, "window", window)
         self.chunk = min(1024, self.window) if chunk is None else _unsigned(who, "chunk", chunk)
+        for name, value in (("split_long", split_long), ("shuffle", shuffle)):
+            if not isinstance(value, (bool, np.bool_)):  # "False" and "no" are true
+                raise ConfigError(f"{who}: {name} {value!r} is not a bool (expected True or False)")
         self.split_long = bool(split_long)
         self.shuffle = bool(shuffle)
         self.seed = seed
