@@ -73,6 +73,11 @@ int run_pack(const Invocation& in) {
   const std::uint64_t world_size = positive(in, "--world", 1);
   ds::PackOptions o;
   o.with_seq_len(in.required_number("--seq-len")).with_micro_batch_size(positive(in, "--micro-batch", 1));
+  if (in.has("--accum") && in.has("--global-batch")) {
+    // Python's PackedSequenceSampler refuses both too: the global batch decides the accumulation.
+    throw UsageError("--accum and --global-batch given together (expected one of them: --global-batch G sets the "
+                     "accumulation to G / (--micro-batch x --world))");
+  }
   o.with_accumulation_steps(positive(in, "--accum", 1));
   if (in.has("--global-batch")) o.with_global_batch_size(positive(in, "--global-batch", 1));
   if (in.has("--mode")) o.with_mode(parse_choice("--mode", in.text("--mode"), {"concat", "best-fit"}) == 0

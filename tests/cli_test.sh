@@ -411,6 +411,10 @@ refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths
 refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
     --mode best-fit --no-split
 refuse --mode '--mode "first-fit"' pack --lengths 3,4 --seq-len 10 --world 1 --mode first-fit
+refuse --global-batch '--accum and --global-batch given together (expected one of them: --global-batch G sets the accumulation to G / (--micro-batch x --world))' \
+    pack --lengths 5,7,3 --seq-len 4 --world 1 --micro-batch 2 --accum 1 --global-batch 8
+expect 0 '^summary: mode concat, 1 steps x world_size 1 x accumulation 4 x micro-batch 2; epoch 0$' -- \
+    pack --lengths 5,7,3,9,9,9 --seq-len 4 --world 1 --micro-batch 2 --global-batch 8
 # Bounded before anything is printed or allocated: 4.3e9 lines, 2^32 best-fit pieces, 10^9 sequences per micro-batch.
 refuse --steps '4294967295 steps of --micro-batch 1 x --accum 1 on every rank would print 4294967295 sequences, more than the 67108864 printed at once; pass a smaller --steps S or --rank R' \
     pack --lengths 4294967295 --seq-len 1 --world 1
