@@ -4,6 +4,7 @@
 import os
 import re
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -182,3 +183,18 @@ def test_a_stream_dataset_holds_no_file_open_per_shard_it_read(tmp_path, fmt):
     for _ in range(40):  # one pass: 400 records of 200 shards
         next(it)
     assert fds() - before < 10
+
+
+@pytest.mark.parametrize("descr", ["<x4", "<i3"])
+def test_a_npy_dtype_numpy_cannot_read_is_refused_naming_the_file(tmp_path, descr):
+    # index accepted '<x4' and '<i3' (NumPy has neither); StreamDataset raised NumPy's bare TypeError.
+    path = str(tmp_path / "odd.npy")
+    header = ("{'descr': '%s', 'fortran_order': False, 'shape': (2,), }" % descr).ljust(117) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) + header.encode() + bytes(2 * int(descr[2:])))
+    with pytest.raises(ConfigError) as e:
+        ShardedDataset([path], num_replicas=1, rank=0, cache=False)
+    assert str(e.value) == f"ShardedDataset: shard {path}: has the dtype '{descr}', which is not supported"
+    with pytest.raises(ConfigError) as e:
+        next(iter(StreamDataset([path], num_replicas=1, rank=0, micro_batch=1)))
+    assert str(e.value).startswith(f"StreamDataset: shard {path} is not a readable .npy file (")

@@ -257,7 +257,7 @@ class _NpyRows:
                 else:
                     shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
                 data = f.tell()
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, TypeError) as e:  # NumPy: TypeError for a dtype it does not know
             raise ConfigError(f"{who}: shard {path} is not a readable .npy file ({e})") from None
         if fortran or dtype.hasobject or not shape:
             raise ConfigError(f"{who}: shard {path} is not a C-order .npy array of rows (fortran_order {fortran}, "
