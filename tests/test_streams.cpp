@@ -486,6 +486,46 @@ TEST_CASE("a state whose next pass lies far beyond its open passes resumes in on
                     "reach: every pass reads at least one record; the state is corrupted or was edited)");
 }
 
+TEST_CASE("a resumed state's carry is read back before its rest is emitted", "[streams][state]") {
+  StreamsWorld data;
+  data.sizes = {3, 4, 5, 6};
+  data.offsets = {0, 3, 7, 12};
+  auto state = [](std::vector<std::uint64_t> carry) {
+    ds::SamplerState st;
+    st.set_key(ds::StreamJobState::key(4, 9, ds::StreamPlan(4, {}, 9, 1).layout()));
+    st.epoch = 1;
+    st.extra = {1, 0, 0, 1};  // share 1, step 0, no open pass, one carry
+    st.extra.insert(st.extra.end(), carry.begin(), carry.end());
+    return ds::StreamJobState::from_text(st.to_text());
+  };
+  // Every record has 10 outputs (a packer's tokens): a micro-batch of 4 continues the carry.
+  auto read = [&](const ds::StreamRead& r) -> std::optional<std::uint64_t> {
+    if (r.record >= data.sizes[r.shard]) return std::nullopt;
+    return 10;
+  };
+  auto first = [&](const ds::StreamJobState& s) {
+    auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 1);
+    ds::StreamCursor cursor(plan, 0, ds::resume_stream(*plan, s)[0]);
+    return cursor.next(4, read);
+  };
+  // A carry of a record the shard has, with the outputs it has: its rest comes first.
+  const std::vector<ds::StreamEmit> ok = first(state({0, 1, 2, 7, 10}));
+  REQUIRE(ok.size() == 2);
+  CHECK((ok[0].shard == 1 && ok[0].record == 2 && ok[0].begin == 7 && ok[0].end == 10));
+  // Past the end of its shard (it was emitted as data), or with other outputs: refused, nothing emitted.
+  CHECK_THROWS_WITH(first(state({0, 1, 1000000, 1, 10})),
+                    "the resumed state carries record 1000000 of shard 1 (pass 0, 1 of 10 outputs emitted), but the "
+                    "shard has no such record: the state does not belong to these files (expected the files it was "
+                    "saved over)");
+  CHECK_THROWS_WITH(first(state({0, 1, 2, 1, 3})),
+                    "the resumed state carries record 2 of shard 1 (pass 0, 1 of 3 outputs emitted), but that record "
+                    "now has 10 outputs (expected the files, filter and tokenizer the state was saved with)");
+  auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 1);
+  ds::StreamCursor cursor(plan, 0, ds::resume_stream(*plan, state({0, 1, 1000000, 1, 10}))[0]);
+  CHECK_THROWS_AS(cursor.next(4, read), ds::state_error);
+  CHECK(cursor.progress().carries.size() == 1);  // strong guarantee: the carry is still there
+}
+
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {
   CHECK_THROWS_WITH(ds::StreamPlan(0, {}, 0, 1), "StreamPlan: shards 0 is too few (expected at least 1)");
   CHECK_THROWS_WITH(ds::StreamPlan(2, {}, 0, 0), "StreamPlan: consumers 0 is too few (expected at least 1)");
