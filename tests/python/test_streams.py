@@ -166,6 +166,11 @@ def test_sizes_that_would_never_fill_or_fit_are_refused_before_a_read(shards):
     with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: micro_batch 1000000000 is more than 134217728 "
                        r"samples per item \(expected a smaller micro_batch\)$"):
         StreamDataset(shards, num_replicas=1, rank=0, micro_batch=10**9)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: state_capacity 1099511627776 is out of range "
+                       r"\(expected an int from 1 to 1073741824 bytes of state text\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, state_capacity=2**40)  # tried to reserve 1 TB
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: state_capacity 0 is out of range"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, state_capacity=0)
     with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: num_replicas 16777216 is more than 1048576 "
                        r"\(expected at most 1048576 ranks x DataLoader workers: every pass holds a share for each\)$"):
         StreamDataset(shards, num_replicas=2**24, rank=0, micro_batch=1)

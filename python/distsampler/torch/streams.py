@@ -44,6 +44,7 @@ StreamBatch.__doc__ = ("One micro-batch as a worker yields it: the data, the con
 MAX_SEQUENCE_LENGTH = (1 << 23) - 1  # PackedSequenceSampler's seq_len bound
 MAX_ITEM_OUTPUTS = 1 << 27  # samples or tokens of one item (the C++ StreamPacker's bound)
 MAX_CONSUMERS = 1 << 20  # ranks x DataLoader workers (the C++ StreamPlan's bound)
+MAX_STATE_CAPACITY = 1 << 30  # bytes of state text reserved in shared memory
 
 
 class StreamPacker:
@@ -119,6 +120,11 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
             raise ConfigError(f"{who}: num_replicas {self.world_size} is more than {MAX_CONSUMERS} (expected at most "
                               f"{MAX_CONSUMERS} ranks x DataLoader workers: every pass holds a share for each)")
         self.micro_batch, self.seed, self.filter, self.packer = micro_batch, _seed64(who, seed), filter, packer
+        if (not isinstance(state_capacity, int) or isinstance(state_capacity, bool) or state_capacity < 1
+                or state_capacity > MAX_STATE_CAPACITY):
+            # Reserved in shared memory up front: a number, not what is read, must not decide the allocation.
+            raise ConfigError(f"{who}: state_capacity {state_capacity!r} is out of range (expected an int from 1 to "
+                              f"{MAX_STATE_CAPACITY} bytes of state text)")
         self._cell = StreamCell(state_capacity, who)
         self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from

@@ -21,6 +21,7 @@ class StreamBatch(NamedTuple):
 MAX_SEQUENCE_LENGTH: int
 MAX_ITEM_OUTPUTS: int
 MAX_CONSUMERS: int
+MAX_STATE_CAPACITY: int
 
 class StreamPacker:
     sequence_length: int
