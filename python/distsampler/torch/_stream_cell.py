@@ -12,7 +12,9 @@ it starts a pass, which the DataLoader asks for after ``__iter__``.
 
 import torch
 
-from .._core import StateError
+from .._core import ConfigError, StateError
+
+MAX_CAPACITY = 1 << 30  # bytes of state text a stream reserves in shared memory
 
 _U64 = 1 << 64
 _I64 = 1 << 63
@@ -27,6 +29,9 @@ class StreamCell:
     """
 
     def __init__(self, capacity, who):
+        if capacity > MAX_CAPACITY:  # reserved up front: refused before a tensor of that size is made
+            raise ConfigError(f"{who}: state_capacity {capacity} is out of range (expected an int from 1 to "
+                              f"{MAX_CAPACITY} bytes of state text)")
         self.capacity = capacity
         self._who = who
         self._head = torch.zeros(3, dtype=torch.int64).share_memory_()

@@ -27,7 +27,7 @@ from .._core import ConfigError, StateError
 from ._common import PUBLIC_MODULE, _resolve_world, _seed64
 from ._life import _Checkpointed
 from ._readers import SequentialReader, format_of
-from ._stream_cell import StreamCell, pass_counter
+from ._stream_cell import MAX_CAPACITY, StreamCell, pass_counter
 
 __all__ = ["StreamDataset", "StreamPacker", "StreamItem", "StreamBatch"]
 
@@ -44,7 +44,7 @@ StreamBatch.__doc__ = ("One micro-batch as a worker yields it: the data, the con
 MAX_SEQUENCE_LENGTH = (1 << 23) - 1  # PackedSequenceSampler's seq_len bound
 MAX_ITEM_OUTPUTS = 1 << 27  # samples or tokens of one item (the C++ StreamPacker's bound)
 MAX_CONSUMERS = 1 << 20  # ranks x DataLoader workers (the C++ StreamPlan's bound)
-MAX_STATE_CAPACITY = 1 << 30  # bytes of state text reserved in shared memory
+MAX_STATE_CAPACITY = MAX_CAPACITY  # bytes of state text reserved in shared memory
 
 
 class StreamPacker:
