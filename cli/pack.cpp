@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,9 +22,14 @@ namespace ds = distsampler;
 // --lengths: a list, a file of one count per line, or a Megatron .idx file (told by its magic or
 // its name; read by the files layer, which also checks the pointers against the .bin beside it).
 std::vector<std::uint32_t> pack_lengths(std::string_view spec) {
-  bool idx = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
+  const bool named_idx = spec.size() > 4 && spec.substr(spec.size() - 4) == ".idx";
+  bool idx = named_idx;
+  struct stat info {};
+  // Only a regular file is probed for the magic: a pipe (`<(seq 1 5000)`) can be read once,
+  // and a probe through stdio would take its first 4 KiB from the lengths read after it.
   if (!idx && !spec.empty() && spec.find_first_not_of("0123456789,") != std::string_view::npos &&
-      spec.find('\0') == std::string_view::npos) {
+      spec.find('\0') == std::string_view::npos && ::stat(std::string(spec).c_str(), &info) == 0 &&
+      S_ISREG(info.st_mode)) {
     std::FILE* f = std::fopen(std::string(spec).c_str(), "rb");
     if (f != nullptr) {
       char head[9] = {};
@@ -31,6 +38,12 @@ std::vector<std::uint32_t> pack_lengths(std::string_view spec) {
     }
   }
   if (!idx) return parse_lengths("--lengths", spec);
+  if (!named_idx) {
+    throw UsageError(fmt::format("--lengths {} is a Megatron index (it starts with the .idx magic) but its name does not "
+                                 "end in .idx, so its .bin cannot be found beside it (expected NAME.idx next to "
+                                 "NAME.bin)",
+                                 std::string(spec)));
+  }
   const ds::ShardIndex index = library("--lengths", [&] { return ds::index_megatron(std::string(spec)); });
   std::uint64_t itemsize = 1;
   for (std::uint64_t code = 1; code <= 8; ++code) {
@@ -61,7 +74,8 @@ int run_pack(const Invocation& in) {
   ds::PackOptions o;
   o.with_seq_len(in.required_number("--seq-len")).with_micro_batch_size(positive(in, "--micro-batch", 1));
   if (in.has("--accum") && in.has("--global-batch")) {
-    throw UsageError("--accum and --global-batch are both given (expected one of them: --global-batch G sets the "
+    // Python's PackedSequenceSampler refuses both too: the global batch decides the accumulation.
+    throw UsageError("--accum and --global-batch given together (expected one of them: --global-batch G sets the "
                      "accumulation to G / (--micro-batch x --world))");
   }
   o.with_accumulation_steps(positive(in, "--accum", 1));
@@ -118,6 +132,16 @@ int run_pack(const Invocation& in) {
     steps = std::min(steps, at - offset);
   }
   const std::uint64_t first = rank.value_or(0), last = rank ? first + 1 : world_size;
+  // Every printed sequence is one "[...]": bounded as batches bounds its indices.
+  const std::uint64_t printed =
+      saturating_mul(saturating_mul(steps, saturating_mul(s.micro_batch_size(), s.accumulation_steps())), last - first);
+  if (printed > limits::printed) {
+    throw UsageError(fmt::format("{} steps of --micro-batch {} x --accum {} on {} would print {} sequences, more than "
+                                 "the {} printed at once; pass a smaller --steps S{}",
+                                 steps, s.micro_batch_size(), s.accumulation_steps(), rank ? "one rank" : "every rank",
+                                 printed == UINT64_MAX ? "2^64-1 or more" : std::to_string(printed), limits::printed,
+                                 rank ? "" : " or --rank R"));
+  }
   std::string line;
   ds::PackWindow cache;
   for (std::uint64_t step = 0; step < steps; ++step) {
@@ -178,8 +202,10 @@ std::vector<CommandSpec> pack_commands() {
            {"--micro-batch", "--accum", "--global-batch", "--mode", "--document-window", "--chunk", "--no-split",
             "--plan-limit", "--rank", "--steps", "--seed", "--epoch", "--state-after", "--resume"},
            fmt::format("limits: --lengths at most {} entries from a list or file (an .idx file: any); --world at "
-                       "most {}.\n",
-                       limits::lengths, limits::ranks),
+                       "most {};\nat most {} sequences printed (see --steps, --rank); --micro-batch at most {}; a best-fit "
+                       "window at most {} pieces.\n",
+                       limits::lengths, limits::ranks, limits::printed, ds::PackOptions::max_micro_batch_size,
+                       ds::PackOptions::max_window_pieces),
            run_pack}};
 }
 

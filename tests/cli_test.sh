@@ -411,11 +411,23 @@ refuse --resume 'seq_len differs (state 16, sampler 32)' pack --lengths "$tmp/pa
 refuse --resume 'mode differs (state concat, sampler best-fit)' pack --lengths "$tmp/pack_lengths.txt" --seq-len 16 \
     --world 2 --document-window 8 --seed 5 --mode best-fit --resume "$state"
 refuse --seq-len 'seq_len 0 is out of range (expected 1..8388607' pack --lengths 3,4 --seq-len 0 --world 2
-refuse --global-batch '--accum and --global-batch are both given (expected one of them' pack --lengths 3,4,5,6 \
-    --seq-len 4 --world 2 --micro-batch 2 --accum 1 --global-batch 8
 refuse --lengths 'document 1 has 40 tokens, over seq_len 10' pack --lengths 3,40 --seq-len 10 --world 1 \
     --mode best-fit --no-split
 refuse --mode '--mode "first-fit"' pack --lengths 3,4 --seq-len 10 --world 1 --mode first-fit
+refuse --global-batch '--accum and --global-batch given together (expected one of them: --global-batch G sets the accumulation to G / (--micro-batch x --world))' \
+    pack --lengths 5,7,3 --seq-len 4 --world 1 --micro-batch 2 --accum 1 --global-batch 8
+expect 0 '^summary: mode concat, 1 steps x world_size 1 x accumulation 4 x micro-batch 2; epoch 0$' -- \
+    pack --lengths 5,7,3,9,9,9 --seq-len 4 --world 1 --micro-batch 2 --global-batch 8
+# Bounded before anything is printed or allocated: 4.3e9 lines, 2^32 best-fit pieces, 10^9 sequences per micro-batch.
+refuse --steps '4294967295 steps of --micro-batch 1 x --accum 1 on every rank would print 4294967295 sequences, more than the 67108864 printed at once; pass a smaller --steps S or --rank R' \
+    pack --lengths 4294967295 --seq-len 1 --world 1
+refuse --steps 'on one rank would print 2147483647 sequences, more than the 67108864 printed at once; pass a smaller --steps S' \
+    pack --lengths 4294967295 --seq-len 1 --world 2 --rank 0
+expect 0 '^step 2 rank 1: \[0:5\+1\]$' -- pack --lengths 4294967295 --seq-len 1 --world 2 --rank 1 --steps 3
+refuse --seq-len 'window 0 of epoch 0 holds 4294967295 pieces (its documents cut at seq_len 1), more than the 4194304 best-fit packs at once (expected a larger seq_len, a smaller window, or mode concat)' \
+    pack --lengths 4294967295 --seq-len 1 --world 1 --mode best-fit
+refuse --micro-batch 'micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per micro-batch)' \
+    pack --lengths 5,7,3 --seq-len 10 --world 1 --mode best-fit --micro-batch 1000000000
 refuse --rank '--rank 2 is out of range for --world 2 (expected 0..1)' pack --lengths 3,4 --seq-len 2 --world 2 --rank 2
 refuse --state-after '--state-after 9 is out of range (expected 0..3' pack --lengths 3,4 --seq-len 2 --world 1 \
     --state-after 9
@@ -435,6 +447,14 @@ PY
 expect 0 '^tokens: 12 in the epoch, 12 read, 0 dropped' -- pack --lengths "$tmp/data.idx" --seq-len 4 --world 1 --seed 1
 expect 0 '^sequences: 3 in the epoch, 3 read; 3 documents, 1 of 0 tokens skipped, 0 split$' -- pack \
     --lengths "$tmp/data.idx" --seq-len 4 --world 1
+cp "$tmp/data.idx" "$tmp/data.lengths"
+refuse --lengths "--lengths $tmp/data.lengths is a Megatron index (it starts with the .idx magic) but its name does not end in .idx, so its .bin cannot be found beside it (expected NAME.idx next to NAME.bin)" \
+    pack --lengths "$tmp/data.lengths" --seq-len 4 --world 1
+# A pipe is read once, as lengths: the .idx magic probe took its first 4 KiB (3960 of 5000 documents were read).
+expect 0 '^sequences: 1 in the epoch, 1 read; 5000 documents, 0 of 0 tokens skipped, 0 split$' -- \
+    pack --lengths <(seq 1 5000) --seq-len 8388607 --world 1 --steps 0
+expect 0 '^sequences: 2 in the epoch, 2 read; 6 documents, 0 of 0 tokens skipped, 0 split$' -- \
+    pack --lengths <(seq 1 6) --seq-len 10 --world 1 --steps 0
 refuse --lengths 'cut.idx: is truncated: 99 bytes, but its header' pack --lengths "$tmp/cut.idx" --seq-len 4 \
     --world 1
 refuse --lengths 'text.idx: is truncated: 4 bytes, shorter than the 34-byte header' pack --lengths "$tmp/text.idx" --seq-len 4 --world 1
@@ -863,6 +883,11 @@ refuse --threads 'is not' index --threads two "$idx/p.jsonl"
 refuse --bogus 'unknown flag' index --bogus "$idx/p.jsonl"
 refuse --verify 'given twice' index --verify --verify "$idx/p.jsonl"
 refuse --cache-dir 'needs a value' index "$idx/p.jsonl" --cache-dir
+# 128 bytes claiming 70,000,000 rows of 0 bytes: refused before an index entry per row (1.07 GB) is made.
+{ printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "{'descr': '<i4', 'fortran_order': False, 'shape': (70000000, 0), }"; } >"$idx/rows0.npy"
+[[ $(wc -c <"$idx/rows0.npy") -eq 128 ]] && passed=$((passed + 1)) || fail "rows0.npy is not 128 bytes"
+refuse "$idx/rows0.npy" 'has rows of 0 bytes (shape (70000000, 0)): they hold no data, and the file'"'"'s size cannot vouch for their count (expected rows of at least one byte)' \
+    index --verify "$idx/rows0.npy"
 head -c 2048 /dev/zero | tr '\0' 'z' >"$idx/junk.tar"
 refuse "$idx/junk.tar" 'the tar header at byte 0 has a bad checksum' index "$idx/junk.tar"
 # A sample as WebDataset's reader makes it: __meta__ and README (no dot) skipped, suffixes lower-cased.

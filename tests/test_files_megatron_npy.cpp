@@ -202,6 +202,25 @@ TEST_CASE("an .npy index refuses Fortran order, object dtypes and malformed file
     bytes = npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 8);
     expected = "shard " + path + ": holds a 0-d array (shape ()): it has no rows along axis 0";
   }
+  SECTION("a dtype kind NumPy does not have") {
+    bytes = npy_file(1, "{'descr': '<x4', 'fortran_order': False, 'shape': (2,), }", 8);
+    expected = "shard " + path + ": has the dtype '<x4', which is not supported";
+  }
+  SECTION("an integer size NumPy does not have") {
+    bytes = npy_file(1, "{'descr': '<i3', 'fortran_order': False, 'shape': (2,), }", 6);
+    expected = "shard " + path + ": has the dtype '<i3', which is not supported";
+  }
+  SECTION("rows of 0 bytes") {
+    // 128 bytes claiming 70,000,000 rows: the index held 16 bytes per row (1.07 GB) before.
+    bytes = npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (70000000, 0), }", 0);
+    expected = "shard " + path + ": has rows of 0 bytes (shape (70000000, 0)): they hold no data, and the file's size "
+                                 "cannot vouch for their count (expected rows of at least one byte)";
+  }
+  SECTION("2^60 rows of 0 bytes") {
+    bytes = npy_file(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976, 3, 0), }", 0);
+    expected = "shard " + path + ": has rows of 0 bytes (shape (1152921504606846976, 3, 0)): they hold no data, and "
+                                 "the file's size cannot vouch for their count (expected rows of at least one byte)";
+  }
   SECTION("truncated data") {
     bytes = npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 23);
     const std::size_t header = bytes.size() - 23;  // npy_file pads the header to a multiple of 64

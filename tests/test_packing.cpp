@@ -489,6 +489,29 @@ TEST_CASE("Packing refuses bad options and inputs, naming the parameter", "[pack
   REQUIRE(gb.accumulation_steps() == 3);
 }
 
+TEST_CASE("Packing bounds a micro-batch and a best-fit window before it allocates for them", "[packing]") {
+  // One document of 2^32 - 1 tokens at seq_len 1 made 2^32 pieces in one window (1.6 GB, then out of memory);
+  // a micro-batch of 10^9 sequences listed each of them (2.1 GB).
+  const PackOptions fit = pack_opts(PackMode::best_fit, 1, 1, 1, 8, 8, 0);
+  CHECK_THROWS_WITH(PackedSequenceSampler(1, std::vector<std::uint32_t>{UINT32_MAX}, World{0, 1}, fit),
+                    "PackedSequenceSampler: window 0 of epoch 0 holds 4294967295 pieces (its documents cut at seq_len "
+                    "1), more than the 4194304 best-fit packs at once (expected a larger seq_len, a smaller window, or "
+                    "mode concat)");
+  // At the bound it is packed; concat never holds the pieces.
+  const PackedSequenceSampler at(1, std::vector<std::uint32_t>{1u << 22}, World{0, 1}, fit);
+  CHECK(at.num_sequences() == (std::uint64_t{1} << 22));
+  CHECK(PackedSequenceSampler(1, std::vector<std::uint32_t>{UINT32_MAX}, World{0, 1},
+                              PackOptions(fit).with_mode(PackMode::concat))
+            .num_sequences() == UINT32_MAX);
+  const std::vector<std::uint32_t> lengths = {5, 7, 3};
+  const PackOptions ten = pack_opts(PackMode::best_fit, 10, 1, 1, 8, 8, 0);
+  CHECK_THROWS_WITH(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ten).with_micro_batch_size(1000000000)),
+                    "PackOptions: micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per "
+                    "micro-batch)");
+  CHECK(PackedSequenceSampler(3, lengths, World{0, 1}, PackOptions(ten).with_micro_batch_size(1u << 20))
+            .micro_batch_size() == (1u << 20));
+}
+
 TEST_CASE("A packing state of another mode, seq_len or lengths is refused naming the field", "[packing]") {
   const std::vector<std::uint32_t> lengths = {5, 7, 2, 6, 4, 3, 23}, other = {5, 7, 2, 6, 4, 3, 24},
                                    swapped = {7, 5, 2, 6, 4, 3, 23};

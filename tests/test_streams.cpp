@@ -440,6 +440,92 @@ TEST_CASE("stream job states are SamplerStates of family stream and refuse as Sa
                     "StreamJobState: carry 0:1:2 (expected done < total, shard below shards, pass below next_pass)");
 }
 
+TEST_CASE("a state whose next pass lies far beyond its open passes resumes in one step and one past 2^48 is refused",
+          "[streams][state]") {
+  StreamsWorld data;
+  data.sizes = {3, 4, 5, 6};
+  data.offsets = {0, 3, 7, 12};
+  auto read = [&](const ds::StreamRead& r) { return data.read(r); };
+  auto state = [](std::uint64_t next_pass, std::vector<std::uint64_t> words) {
+    ds::SamplerState st;
+    st.set_key(ds::StreamJobState::key(4, 9, ds::StreamPlan(4, {}, 9, 2).layout()));
+    st.epoch = next_pass;
+    st.extra = std::move(words);
+    return ds::StreamJobState::from_text(st.to_text());
+  };
+  // Pass 3 left shard position 1 open (offset 2); every pass from 4 to 2^40 - 1 read in full.
+  const std::uint64_t far = std::uint64_t{1} << 40;
+  const ds::StreamJobState s = state(far, {1, 0, 1, 3, 1, 1, 1, 0, 1, 2, 0});
+  auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 2);
+  const std::vector<ds::StreamProgress> start = ds::resume_stream(*plan, s);
+  CHECK(plan->next_pass_after(3) == far);
+  CHECK(plan->next_pass_after(far) == far + 1);
+  std::map<std::uint64_t, std::uint64_t> per_pass;
+  for (std::uint64_t c = 0; c < 2; ++c) {
+    ds::StreamCursor cursor(plan, c, start[c]);
+    for (int i = 0; i < 12; ++i) {
+      for (const ds::StreamEmit& e : cursor.next(1, read)) ++per_pass[e.pass];
+    }
+  }
+  // The open rest of pass 3 (shard position 1: a shard's records from offset 2), then passes 2^40 and on.
+  std::vector<std::uint64_t> passes;
+  std::uint64_t total = 0;
+  for (const auto& [pass, n] : per_pass) {
+    passes.push_back(pass);
+    total += n;
+  }
+  CHECK(passes == std::vector<std::uint64_t>{3, far, far + 1});
+  CHECK(total == 24);
+  // At 2^48 the state is still read; beyond, and at 2^64 - 1 (where counting on would wrap), refused.
+  CHECK(state(std::uint64_t{1} << 48, {1, 0, 0, 0}).next_pass == std::uint64_t{1} << 48);
+  CHECK_THROWS_WITH(state((std::uint64_t{1} << 48) + 1, {1, 0, 0, 0}),
+                    "StreamJobState: next_pass 281474976710657 is beyond 2^48 passes (expected a pass a job can "
+                    "reach: every pass reads at least one record; the state is corrupted or was edited)");
+  CHECK_THROWS_WITH(state(UINT64_MAX, {1, 0, 0, 0}),
+                    "StreamJobState: next_pass 18446744073709551615 is beyond 2^48 passes (expected a pass a job can "
+                    "reach: every pass reads at least one record; the state is corrupted or was edited)");
+}
+
+TEST_CASE("a resumed state's carry is read back before its rest is emitted", "[streams][state]") {
+  StreamsWorld data;
+  data.sizes = {3, 4, 5, 6};
+  data.offsets = {0, 3, 7, 12};
+  auto state = [](std::vector<std::uint64_t> carry) {
+    ds::SamplerState st;
+    st.set_key(ds::StreamJobState::key(4, 9, ds::StreamPlan(4, {}, 9, 1).layout()));
+    st.epoch = 1;
+    st.extra = {1, 0, 0, 1};  // share 1, step 0, no open pass, one carry
+    st.extra.insert(st.extra.end(), carry.begin(), carry.end());
+    return ds::StreamJobState::from_text(st.to_text());
+  };
+  // Every record has 10 outputs (a packer's tokens): a micro-batch of 4 continues the carry.
+  auto read = [&](const ds::StreamRead& r) -> std::optional<std::uint64_t> {
+    if (r.record >= data.sizes[r.shard]) return std::nullopt;
+    return 10;
+  };
+  auto first = [&](const ds::StreamJobState& s) {
+    auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 1);
+    ds::StreamCursor cursor(plan, 0, ds::resume_stream(*plan, s)[0]);
+    return cursor.next(4, read);
+  };
+  // A carry of a record the shard has, with the outputs it has: its rest comes first.
+  const std::vector<ds::StreamEmit> ok = first(state({0, 1, 2, 7, 10}));
+  REQUIRE(ok.size() == 2);
+  CHECK((ok[0].shard == 1 && ok[0].record == 2 && ok[0].begin == 7 && ok[0].end == 10));
+  // Past the end of its shard (it was emitted as data), or with other outputs: refused, nothing emitted.
+  CHECK_THROWS_WITH(first(state({0, 1, 1000000, 1, 10})),
+                    "the resumed state carries record 1000000 of shard 1 (pass 0, 1 of 10 outputs emitted), but the "
+                    "shard has no such record: the state does not belong to these files (expected the files it was "
+                    "saved over)");
+  CHECK_THROWS_WITH(first(state({0, 1, 2, 1, 3})),
+                    "the resumed state carries record 2 of shard 1 (pass 0, 1 of 3 outputs emitted), but that record "
+                    "now has 10 outputs (expected the files, filter and tokenizer the state was saved with)");
+  auto plan = std::make_shared<ds::StreamPlan>(4, std::vector<std::uint64_t>{}, 9, 1);
+  ds::StreamCursor cursor(plan, 0, ds::resume_stream(*plan, state({0, 1, 1000000, 1, 10}))[0]);
+  CHECK_THROWS_AS(cursor.next(4, read), ds::state_error);
+  CHECK(cursor.progress().carries.size() == 1);  // strong guarantee: the carry is still there
+}
+
 TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[streams]") {
   CHECK_THROWS_WITH(ds::StreamPlan(0, {}, 0, 1), "StreamPlan: shards 0 is too few (expected at least 1)");
   CHECK_THROWS_WITH(ds::StreamPlan(2, {}, 0, 0), "StreamPlan: consumers 0 is too few (expected at least 1)");
@@ -452,6 +538,15 @@ TEST_CASE("stream plans and cursors refuse bad arguments, naming them", "[stream
   CHECK_THROWS_WITH(cur.next(0, [](const ds::StreamRead&) { return std::optional<std::uint64_t>(1); }),
                     "StreamCursor::next: capacity 0 is too small (expected at least 1)");
   CHECK_THROWS_WITH(ds::StreamPacker(0, 8), Catch::Contains("StreamPacker: sequences 0 x sequence_length 8"));
+  // Bounded before anything is read: a sequence of 2^40 tokens was accepted and never filled.
+  CHECK_THROWS_WITH(ds::StreamPacker(1, std::uint64_t{1} << 40),
+                    "StreamPacker: sequences 1 x sequence_length 1099511627776 (expected both at least 1, "
+                    "sequence_length at most 8388607 and their product at most 134217728 tokens per micro-batch)");
+  CHECK_THROWS_WITH(ds::StreamPacker(17, 8388607), Catch::Contains("their product at most 134217728 tokens"));
+  CHECK(ds::StreamPacker(16, 8388607).sequence_length() == 8388607);
+  CHECK_THROWS_WITH(ds::StreamPlan(2, {}, 0, std::uint64_t{1} << 24),
+                    "StreamPlan: consumers 16777216 is too many (expected at most 1048576 consumers, ranks x loader "
+                    "workers: each pass holds a share per consumer)");
   CHECK_THROWS_WITH(ds::StreamSampler(2, {}, 0, ds::World(0, 1), 0),
                     "StreamSampler: num_workers 0 is too few (expected at least 1)");
 }

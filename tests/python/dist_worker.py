@@ -18,7 +18,7 @@ import mesh_samplers
 from distsampler.mesh import mesh_world
 from distsampler.torch import (DistributedBatchSampler, DistributedSampler, DistributedWeightedRandomSampler,
                                EmptyToNone, MixtureBatchSampler, PackedSequenceDataset, PackedSequenceSampler,
-                               ShardStream, StreamDataset, TokenBatchSampler, collate_packed, guard)
+                               ShardedDataset, ShardStream, StreamDataset, TokenBatchSampler, collate_packed, guard)
 
 TOKEN_N, TOKEN_BUDGET, TOKEN_WINDOW = 1003, 600, 100  # the last window of 3 samples gives empty micro-batches
 
@@ -411,6 +411,25 @@ def scenario_mesh_dp_tp(rank, world, data, arg):
 
 def scenario_mesh_pp_dp_tp(rank, world, data, arg):
     return mesh_scenario(rank, "pp=2,dp=2,tp=2")
+
+
+def scenario_mesh_sharded(rank, world, data, arg):
+    """Four processes as mesh dp=2,tp=2 reading the JSON Lines shards in folder `arg` through ShardedDataset,
+    guarded as a user would: guard(dataset, mesh=world) (it checks the dataset's ShardStream, never a record)."""
+    spec = "dp=2,tp=2"
+    w = mesh_world(spec)
+    paths = sorted(os.path.join(arg, f) for f in os.listdir(arg) if f.endswith(".jsonl"))
+
+    def make(seed=42, num_replicas=w.num_replicas, r=w.rank):
+        return ShardedDataset(paths, num_replicas=num_replicas, rank=r, seed=seed, cache=False)
+
+    ds = make()
+    out = {"world": [w.rank, w.world_size], "ok": guard_outcome(ds, w)}
+    out["records"] = sorted(item.record["id"] for item in ds if not item.is_padding)
+    out["seed"] = guard_outcome(make(43 if rank == 3 else 42), w)
+    out["global_rank"] = guard_outcome(make(num_replicas=4, r=rank), w)
+    out["stream_ok"] = guard_outcome(make().stream, w)
+    return out
 
 
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}

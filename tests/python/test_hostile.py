@@ -407,7 +407,7 @@ FLAGS = [("DistributedBatchSampler", "shuffle"), ("DistributedBatchSampler", "as
 def test_bool_arguments_refuse_strings_numbers_and_none_by_name(family, arg, value):
     with pytest.raises(distsampler.ConfigError) as info:
         build(family, **{arg: value})
-    assert str(info.value) == f"{family}: {arg} {value!r} is a {type(value).__name__} (expected True or False)"
+    assert str(info.value) == f"{family}: {arg} {value!r} is not a bool (expected True or False)"
 
 
 @pytest.mark.parametrize("family,arg", FLAGS)
@@ -421,7 +421,7 @@ def test_the_loaders_padding_mask_is_a_bool():
     from distsampler.torch import DataLoader
     with pytest.raises(distsampler.ConfigError) as info:
         DataLoader(range(10), sampler=build("DistributedSampler"), padding_mask="False")
-    assert str(info.value) == "DataLoader: padding_mask 'False' is a str (expected True or False)"
+    assert str(info.value) == "DataLoader: padding_mask 'False' is not a bool (expected True or False)"
 
 
 @pytest.mark.parametrize("value,message", [
@@ -454,8 +454,7 @@ def test_stream_dataset_byte_sizes_are_refused_by_name(tmp_path, value, message)
     assert str(info.value) == f"StreamDataset: {message}"
 
 
-def test_bad_window_chunk_state_capacity_and_pad_id_are_refused_naming_the_python_argument(tmp_path):
-    from distsampler.torch import StreamDataset
+def test_bad_window_chunk_and_pad_id_are_refused_naming_the_python_argument():
     from distsampler.torch.packing import collate_packed
     lengths = np.array([5, 6, 7], dtype=np.uint32)
     cases = [
@@ -463,22 +462,9 @@ def test_bad_window_chunk_state_capacity_and_pad_id_are_refused_naming_the_pytho
          "PackedSequenceSampler: window is 0 (expected at least 1)"),
         (lambda: PackedSequenceSampler(lengths, 8, num_replicas=1, rank=0, chunk=0),
          "PackedSequenceSampler: chunk is 0 (expected at least 1)"),
-        (lambda: ShardStream([5, 6], num_replicas=1, rank=0, state_capacity=1 << 40),
-         "ShardStream: state_capacity 1099511627776 is above 1073741824 bytes (expected at most 1073741824: the bytes "
-         "are reserved in shared memory for a loaded state's text, which is a few bytes per shard)"),
         (lambda: collate_packed([], 8, pad_id=1 << 64),
          "collate_packed: pad_id 18446744073709551616 is out of range (expected -2^63..2^63-1: input_ids are int64)"),
         (lambda: collate_packed([], 8, pad_id="0"), "collate_packed: pad_id '0' is not an integer (expected an int)"),
-    ]
-    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
-    cases += [
-        (lambda: StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1,
-                               state_capacity="big"),
-         "StreamDataset: state_capacity 'big' is not an integer (expected an int)"),
-        (lambda: StreamDataset([str(tmp_path / "a.jsonl")], num_replicas=1, rank=0, micro_batch=1,
-                               state_capacity=1 << 31),
-         "StreamDataset: state_capacity 2147483648 is above 1073741824 bytes (expected at most 1073741824: the bytes "
-         "are reserved in shared memory for a loaded state's text, which is a few bytes per shard)"),
     ]
     for make, message in cases:
         with pytest.raises(distsampler.ConfigError) as info:

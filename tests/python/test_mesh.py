@@ -1,6 +1,7 @@
 # Tests of distsampler.mesh: data ranks of parallel meshes (named sizes, a DeviceMesh stand-in) and every family reading by them.
 # SPDX-License-Identifier: MIT
 import itertools
+import json
 import random
 
 import pytest
@@ -308,3 +309,33 @@ def test_mesh_guard_on_eight_gloo_processes_names_the_group(gloo8, scenario, spe
                              "product of the dims)")
         if "pp" in dims:
             assert r["pp_seed"] == "guard: pp group of ranks 0,4: rank 4 reads other samples (seed 43, rank 0 has 42" + same
+
+
+@pytest.fixture(scope="module")
+def gloo4_sharded(tmp_path_factory):
+    """Four processes as mesh dp=2,tp=2 over three JSON Lines shards of {"id": k} records (23 in all)."""
+    from conftest import Job
+
+    folder = tmp_path_factory.mktemp("mesh_sharded")
+    k = 0
+    for s, n in enumerate((9, 6, 8)):
+        with open(folder / f"part-{s}.jsonl", "w") as f:
+            for _ in range(n):
+                f.write(json.dumps({"id": k, "text": "x" * k}) + "\n")
+                k += 1
+    return Job(folder, 4, [f"mesh_sharded={folder}"])
+
+
+@pytest.mark.processes
+def test_mesh_guard_takes_a_sharded_dataset_and_checks_its_stream(gloo4_sharded):
+    results = gloo4_sharded.results("mesh_sharded")
+    same = "; expected the same samples on every rank of the group)"
+    for g, r in enumerate(results):
+        assert r["world"] == [g // 2, 2]
+        assert r["ok"] is None and r["stream_ok"] is None
+        assert r["seed"] == "guard: tp group of ranks 2,3: rank 3 reads other samples (seed 43, rank 2 has 42" + same
+        assert r["global_rank"] == ("guard: rank 0 (dp 0 tp 0) built its sampler as rank 0 of 4 (expected data rank 0 "
+                                    "of 2 of mesh dp=2,tp=2, data dims dp)")
+    # The tp pairs read the same records, the two data ranks all 23 between them.
+    assert results[0]["records"] == results[1]["records"] and results[2]["records"] == results[3]["records"]
+    assert sorted(results[0]["records"] + results[2]["records"]) == list(range(23))

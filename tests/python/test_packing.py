@@ -1,6 +1,7 @@
 # Tests of distsampler.torch.PackedSequenceSampler: packing, equal steps, collate, loaders, gloo, state, .idx, errors.
 # SPDX-License-Identifier: MIT
 import functools
+import os
 import pathlib
 import pickle
 import struct
@@ -222,12 +223,30 @@ def test_a_state_of_another_mode_seq_len_or_lengths_is_refused_naming_the_field(
     ({"mode": "best-fit", "split_long": False}, "document 1 has 900 tokens, over seq_len 64"),
     ({"window": 8, "chunk": 16}, "window 8 is out of range (expected chunk 16..4294967295)"),
     ({"plan_limit": 0}, "plan_limit 0 is out of range (expected at least 1 window record)"),
+    # A string was taken as true.
+    ({"split_long": "False"}, "PackedSequenceSampler: split_long 'False' is not a bool (expected True or False)"),
+    ({"shuffle": "no"}, "PackedSequenceSampler: shuffle 'no' is not a bool (expected True or False)"),
+    # Bounded before anything is allocated for them (a micro-batch of 10^9 sequences took 2.1 GB).
+    ({"micro_batch_size": 10**9}, "micro_batch_size 1000000000 is out of range (expected 1..1048576 sequences per "
+                                  "micro-batch)"),
 ])
 def test_bad_input_raises_config_error_naming_it(kwargs, message):
     args = {"seq_len": 64, "micro_batch_size": 1, **kwargs}
     with pytest.raises(distsampler.ConfigError) as e:
         PackedSequenceSampler([5, 900, 0, 3], args.pop("seq_len"), args.pop("micro_batch_size"), 1, 0, **args)
     assert message in str(e.value)
+
+
+def test_a_best_fit_window_of_more_pieces_than_it_can_pack_is_refused_naming_seq_len():
+    # One document of 2^32 - 1 tokens at seq_len 1: 2^32 pieces in one window took 3.3 GB before.
+    lengths = np.array([2**32 - 1], dtype=np.uint32)
+    message = ("PackedSequenceSampler: window 0 of epoch 0 holds 4294967295 pieces (its documents cut at seq_len 1), "
+               "more than the 4194304 best-fit packs at once (expected a larger seq_len, a smaller window, or mode "
+               "concat)")
+    with pytest.raises(distsampler.ConfigError) as e:
+        PackedSequenceSampler(lengths, 1, 1, 1, 0, mode="best-fit")
+    assert str(e.value) == message
+    assert len(PackedSequenceSampler(lengths, 1, 1, 1, 0, plan_limit=1)) == 2**32 - 1  # concat holds no pieces
 
 
 def test_megatron_index_and_bin_feed_the_sampler_and_collate(tmp_path):
@@ -389,3 +408,26 @@ def test_megatron_documents_refuses_a_document_whose_sequences_are_apart(tmp_pat
     assert str(e.value) == (f"megatron_documents: {tmp_path / 'd'}: sequence 2 (of document 1) starts at token 2 of "
                             "the .bin, not where sequence 1 ends (5): a document's sequences must be stored one after "
                             "the other to be read as one (expected the layout Megatron's builder writes)")
+
+
+def test_megatron_tokens_refuse_a_bin_truncated_under_them_instead_of_a_sigbus(tmp_path):
+    # megatron_tokens gave an np.memmap: a read of a page lost to truncation killed the process.
+    sizes = [3000, 5000]
+    body = b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 4, 2, 3) + struct.pack("<2i", *sizes)
+    body += struct.pack("<2q", 0, 12000) + struct.pack("<3q", 0, 1, 2)
+    (tmp_path / "d.idx").write_bytes(body)
+    np.arange(8000, dtype=np.int32).tofile(tmp_path / "d.bin")
+    data, offsets, _ = megatron_tokens(tmp_path / "d")
+    assert len(data) == 8000 and data.dtype == np.int32 and data[7999] == 7999
+    assert data[2998:3002].tolist() == [2998, 2999, 3000, 3001]
+    dataset = PackedSequenceDataset(pickle.loads(pickle.dumps(data)), offsets)
+    assert dataset[((1, 4990, 10),)][1][0].tolist() == list(range(7990, 8000))
+    bin_path = str(tmp_path / "d.bin")
+    os.truncate(bin_path, 4096)
+    message = (f"megatron_tokens: shard {bin_path} changed while this job reads it (its size went from 32000 to 4096 "
+               "bytes): records read from it now would be wrong or missing, so it is not read; restore the file (or call "
+               "megatron_tokens again on the new one) and restart the job from its last checkpoint")
+    for tokens in (data, dataset.tokens):
+        with pytest.raises(distsampler.ConfigError) as e:
+            tokens[7990:8000]
+        assert str(e.value) == message

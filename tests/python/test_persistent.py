@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from distsampler import StateError
+from distsampler import ConfigError, StateError
 from distsampler.torch import DataLoader, DistributedSampler, ShardStream
 from loader_helpers import ShardData, as_list, flat, take
 
@@ -101,6 +101,11 @@ def test_the_stream_cell_survives_pickling_and_refuses_a_state_over_its_capacity
             f"ShardStream.load_state_dict: the state text has {size} bytes but state_capacity is 16 (expected at "
             f"most 16; build the stream with state_capacity={size} or more)")):
         stream.load_state_dict(big)
+    # Reserved up front in shared memory: a capacity over 2^30 bytes is refused before it is allocated.
+    with pytest.raises(ConfigError, match=re.escape(
+            "ShardStream: state_capacity 1099511627776 is out of range (expected an int from 1 to 1073741824 bytes of "
+            "state text)")):
+        ShardStream(SHARDS, 1, 0, seed=4, state_capacity=2**40)
 
 
 @pytest.mark.processes

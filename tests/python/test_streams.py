@@ -138,6 +138,42 @@ def test_refusals_name_the_argument(shards):
         StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, byte_sizes=[1])
     with pytest.raises(distsampler.ConfigError, match="sequence_length 0 is out of range"):
         StreamPacker(0, len)
+
+
+@pytest.mark.parametrize("seed, message", [
+    ("7", "StreamDataset: seed '7' is not an integer (expected an int)"),
+    (1.5, "StreamDataset: seed 1.5 is not an integer (expected an int)"),
+    (2**64, "StreamDataset: seed 18446744073709551616 is out of range (expected -2^63..2^64-1, as torch.manual_seed)"),
+    (True, "StreamDataset: seed True is a bool (expected an int)"),
+])
+def test_a_seed_is_checked_as_every_other_sampler_checks_it(shards, seed, message):
+    # "7" became 7, 1.5 became 1 and 2**64 became 0.
+    with pytest.raises(distsampler.ConfigError) as e:
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=seed)
+    assert str(e.value) == message
+    assert StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=-1).seed == 2**64 - 1
+
+
+def test_sizes_that_would_never_fill_or_fit_are_refused_before_a_read(shards):
+    # StreamPacker(2**40) was accepted and never yielded; num_replicas=2**24 took 1.5 GB for one record.
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamPacker: sequence_length 1099511627776 is out of range "
+                       r"\(expected an int from 1 to 8388607 tokens, as PackedSequenceSampler's seq_len\)$"):
+        StreamPacker(2**40, len)
+    packer = StreamPacker(8388607, len)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: micro_batch 17 x packer sequence_length "
+                       r"8388607 is more than 134217728 tokens per item \(expected a smaller micro_batch\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=17, packer=packer)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: micro_batch 1000000000 is more than 134217728 "
+                       r"samples per item \(expected a smaller micro_batch\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=10**9)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: state_capacity 1099511627776 is out of range "
+                       r"\(expected an int from 1 to 1073741824 bytes of state text\)$"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, state_capacity=2**40)  # tried to reserve 1 TB
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: state_capacity 0 is out of range"):
+        StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, state_capacity=0)
+    with pytest.raises(distsampler.ConfigError, match=r"^StreamDataset: num_replicas 16777216 is more than 1048576 "
+                       r"\(expected at most 1048576 ranks x DataLoader workers: every pass holds a share for each\)$"):
+        StreamDataset(shards, num_replicas=2**24, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="format 'csv' is unknown"):
         StreamDataset(shards, format="csv", num_replicas=1, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="batch_size=4 with a StreamDataset"):

@@ -16,7 +16,8 @@
 DISTSAMPLER_NAMESPACE_BEGIN
 
 /// The bytes of one element of a NumPy descr such as "<f4", "|u1", "<U8" (4 bytes per
-/// character) or "<M8[ns]"; 0 when the descr is not of that form.
+/// character) or "<M8[ns]"; 0 when the descr is not of that form or names a kind or size
+/// NumPy has no dtype for ("<x4", "<i3", "<f5").
 [[nodiscard]] inline std::uint64_t npy_itemsize(std::string_view descr) {
   if (descr.size() < 3 || std::string_view("<>|=").find(descr[0]) == std::string_view::npos) return 0;
   std::uint64_t n = 0;
@@ -25,9 +26,24 @@ DISTSAMPLER_NAMESPACE_BEGIN
     if (n > (UINT64_MAX - 9) / 10) return 0;
     n = n * 10 + static_cast<std::uint64_t>(descr[i] - '0');
   }
-  if (i == 2 || (i != descr.size() && descr[i] != '[')) return 0;
-  if (descr[1] == 'U') return n > UINT64_MAX / 4 ? 0 : n * 4;
-  return n;
+  const char kind = descr[1];
+  const bool dated = kind == 'M' || kind == 'm';
+  if (i == 2 || (i != descr.size() && (descr[i] != '[' || !dated || descr.back() != ']'))) return 0;
+  // The sizes NumPy has for each kind ('<i3' or '<x4' it cannot read either).
+  switch (kind) {
+    case 'b': return n == 1 ? n : 0;
+    case 'i':
+    case 'u': return n == 1 || n == 2 || n == 4 || n == 8 ? n : 0;
+    case 'f': return n == 2 || n == 4 || n == 8 || n == 16 ? n : 0;
+    case 'c': return n == 8 || n == 16 || n == 32 ? n : 0;
+    case 'M':
+    case 'm': return n == 8 ? n : 0;
+    case 'S':
+    case 'a':
+    case 'V': return n;
+    case 'U': return n > UINT64_MAX / 4 ? 0 : n * 4;
+    default: return 0;
+  }
 }
 
 /// Indexes a .npy file (format versions 1, 2 and 3: magic "\x93NUMPY", version, a header
@@ -91,6 +107,13 @@ DISTSAMPLER_NAMESPACE_BEGIN
   }
   const std::uint64_t rows = h.shape[0];
   const std::uint64_t data = prefix + header_len;
+  if (row == 0 && rows != 0) {
+    // Rows of no bytes: the file cannot bound their count, and they hold no data to train on.
+    std::string shape = "(" + std::to_string(rows);
+    for (const std::uint64_t d : out.row_shape) shape += ", " + std::to_string(d);
+    fd::throw_shard_error(path, "has rows of 0 bytes (shape " + shape + ")): they hold no data, and the file's size "
+                                "cannot vouch for their count (expected rows of at least one byte)");
+  }
   const bool too_many = row != 0 && rows > (stamp.size - data) / row;
   if (too_many || data + rows * row != stamp.size) {
     fd::throw_shard_error(path, "is " + std::to_string(stamp.size) + " bytes, but its header (" +

@@ -58,6 +58,12 @@ enum class PackMode : std::uint8_t { concat = 0, best_fit = 1 };
 struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
   /// The largest seq_len (it is recorded in 23 bits of the state's layout).
   static constexpr std::uint64_t max_seq_len = (std::uint64_t{1} << 23) - 1;
+  /// The most sequences of one micro-batch (2^20): a micro-batch lists each of them, so a
+  /// larger one would allocate before a sequence is read.
+  static constexpr std::uint64_t max_micro_batch_size = std::uint64_t{1} << 20;
+  /// The most pieces (documents and their seq_len cuts) of one best-fit window (2^22): a
+  /// window is packed in memory, about 100 bytes a piece. plan_epoch refuses more.
+  static constexpr std::uint64_t max_window_pieces = std::uint64_t{1} << 22;
 
   std::uint64_t seq_len = 0;                      ///< L, tokens per sequence (required)
   PackMode mode = PackMode::concat;               ///< concat or best_fit
@@ -104,6 +110,11 @@ struct PackOptions : OrderOptions<PackOptions>, BatchShapeOptions<PackOptions> {
       detail::throw_config_error(w + ": seq_len " + std::to_string(seq_len) +
                                  " is out of range (expected 1.." + std::to_string(max_seq_len) +
                                  " tokens per sequence; call with_seq_len)");
+    }
+    if (micro_batch_size > max_micro_batch_size) {
+      detail::throw_config_error(w + ": micro_batch_size " + std::to_string(micro_batch_size) +
+                                 " is out of range (expected 1.." + std::to_string(max_micro_batch_size) +
+                                 " sequences per micro-batch)");
     }
     if (mode != PackMode::concat && mode != PackMode::best_fit) {
       detail::throw_config_error(w + ": mode " + std::to_string(static_cast<int>(mode)) +

@@ -433,7 +433,18 @@ class PackedSequenceSampler {
         tokens += digest != nullptr ? digest->add_chunk(p, k, c) : detail::sum_lengths(p, k);
         if (fit) counter.add_documents(p, k);
       });
-      if (fit) sequences += counter.count();
+      if (fit) {
+        // A best-fit window is packed in memory: its pieces are bounded before any is made.
+        if (counter.pieces() > PackOptions::max_window_pieces) {
+          detail::throw_config_error(
+              "PackedSequenceSampler: window " + std::to_string(v) + " of epoch " + std::to_string(epoch) +
+              " holds " + std::to_string(counter.pieces()) + " pieces (its documents cut at seq_len " +
+              std::to_string(options_.seq_len) + "), more than the " +
+              std::to_string(PackOptions::max_window_pieces) +
+              " best-fit packs at once (expected a larger seq_len, a smaller window, or mode concat)");
+        }
+        sequences += counter.count();
+      }
     }
     rec.tokens.push_back(tokens);
     if (fit) rec.sequences.push_back(sequences);

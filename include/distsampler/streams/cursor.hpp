@@ -56,13 +56,18 @@ struct StreamReadStats {
 /// output. Once a record with outputs was seen it never looks again; a consumer then spends
 /// at most 4 x consumers + 4 fresh passes without an output before it throws config_error.
 ///
+/// The carries of the progress a cursor starts from (a resumed state's) are read back before
+/// their rest is emitted: a record the shard no longer has, or with other outputs than the
+/// state counted, throws state_error instead of emitting made-up outputs.
+///
 /// Strong guarantee: if `read` throws, progress() is as before the call. Deterministic.
 /// The plan is shared (not thread-safe): one plan per thread.
 class StreamCursor {
  public:
   /// Throws config_error for consumer >= plan->consumers() or a null plan.
   StreamCursor(std::shared_ptr<StreamPlan> plan, std::uint64_t consumer, StreamProgress start = {})
-      : plan_(std::move(plan)), consumer_(consumer), progress_(std::move(start)) {
+      : plan_(std::move(plan)), consumer_(consumer), progress_(std::move(start)),
+        unchecked_carries_(progress_.carries.size()) {
     if (!plan_) detail::throw_config_error("StreamCursor: plan is null (expected a StreamPlan)");
     if (consumer_ >= plan_->consumers()) {
       detail::throw_out_of_range("StreamCursor", "consumer", consumer_, "consumers", plan_->consumers());
@@ -84,9 +89,17 @@ class StreamCursor {
     Probe probe = probe_;
     std::vector<StreamEmit> out;
     std::uint64_t room = capacity;
+    std::size_t unchecked = unchecked_carries_;
     while (room > 0) {
       if (!p.carries.empty()) {
         StreamCarry& c = p.carries.front();
+        if (unchecked > 0) {
+          // A carry of the state this cursor started from: its record must still be there with the
+          // outputs the state counted, or the rest emitted would be made up.
+          check_carry(c, read(StreamRead{c.pass, c.shard, c.record}));
+          ++st.records;
+          --unchecked;
+        }
         const std::uint64_t n = std::min(room, c.total - c.done);
         out.push_back(StreamEmit{c.pass, c.shard, c.record, c.done, c.done + n});
         c.done += n;
@@ -117,6 +130,7 @@ class StreamCursor {
     progress_ = std::move(p);
     stats_ = st;
     probe_ = probe;
+    unchecked_carries_ = unchecked;
     return out;
   }
 
@@ -155,9 +169,23 @@ class StreamCursor {
         probe.barren = 0;
       }
       probe.emitted_in_pass = false;
-      ++p.pass;
+      p.pass = plan_->next_pass_after(p.pass);  // over a resumed state's fully read passes at once
       p.position = 0;
       p.offset = 0;
+    }
+  }
+
+  static void check_carry(const StreamCarry& c, const std::optional<std::uint64_t>& outputs) {
+    const std::string carry = "the resumed state carries record " + std::to_string(c.record) + " of shard " +
+                              std::to_string(c.shard) + " (pass " + std::to_string(c.pass) + ", " +
+                              std::to_string(c.done) + " of " + std::to_string(c.total) + " outputs emitted)";
+    if (!outputs) {
+      detail::throw_state_error(carry + ", but the shard has no such record: the state does not belong to these "
+                                        "files (expected the files it was saved over)");
+    }
+    if (*outputs != c.total) {
+      detail::throw_state_error(carry + ", but that record now has " + std::to_string(*outputs) +
+                                " outputs (expected the files, filter and tokenizer the state was saved with)");
     }
   }
 
@@ -183,6 +211,7 @@ class StreamCursor {
   StreamProgress progress_;
   StreamReadStats stats_;
   Probe probe_;
+  std::size_t unchecked_carries_;  // carries of the start progress not yet read back
 };
 
 DISTSAMPLER_NAMESPACE_END

@@ -52,6 +52,9 @@ struct StreamJobState {
   std::uint64_t layout = 0;
   std::uint64_t share = 1;  ///< StreamOptions::share of the saving plan, 0 for every consumer (informational)
   std::uint64_t next_pass = 0;
+  /// The largest next_pass a state may hold: 2^48 passes (each reads at least one record, so
+  /// no job gets near it), far enough from 2^64 that counting passes on never wraps.
+  static constexpr std::uint64_t max_next_pass = std::uint64_t{1} << 48;
   std::uint64_t step = 0;  ///< training steps the loop had received (informational; not checked)
   std::vector<StreamOpenPass> open;
   std::vector<StreamCarry> carries;
@@ -185,6 +188,10 @@ struct StreamJobState {
   [[noreturn]] static void fail(const std::string& what) { detail::throw_state_error("StreamJobState: " + what); }
 
   void check_canonical() const {
+    if (next_pass > max_next_pass) {
+      fail("next_pass " + std::to_string(next_pass) + " is beyond 2^48 passes (expected a pass a job can reach: "
+           "every pass reads at least one record; the state is corrupted or was edited)");
+    }
     for (std::size_t i = 0; i < open.size(); ++i) {
       const StreamOpenPass& o = open[i];
       const std::string where = "open pass " + std::to_string(o.pass);

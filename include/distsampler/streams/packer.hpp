@@ -24,15 +24,23 @@ using PackedSequence = std::vector<StreamEmit>;
 /// than what is left continuing in the next sequence, the next micro-batch, and across a
 /// saved state (its rest is the cursor's carry: a resume re-reads that one document and
 /// continues it at the saved token). A document of 0 tokens is dropped (the read-time filter).
-/// Throws config_error when sequences or sequence_length is 0 or their product overflows.
+/// Throws config_error when sequences or sequence_length is 0, sequence_length is above
+/// max_sequence_length or their product above max_tokens.
 /// Deterministic; strong guarantee as StreamCursor::next.
 class StreamPacker {
  public:
+  /// The longest sequence (as PackOptions::max_seq_len of the packing family: 2^23 - 1 tokens).
+  static constexpr std::uint64_t max_sequence_length = (std::uint64_t{1} << 23) - 1;
+  /// The most tokens of one micro-batch (2^27): a micro-batch is filled before it is yielded.
+  static constexpr std::uint64_t max_tokens = std::uint64_t{1} << 27;
+
   StreamPacker(std::uint64_t sequences, std::uint64_t sequence_length)
       : sequences_(sequences), length_(sequence_length) {
-    if (sequences_ == 0 || length_ == 0 || sequences_ > UINT64_MAX / length_) {
+    if (sequences_ == 0 || length_ == 0 || length_ > max_sequence_length || sequences_ > max_tokens / length_) {
       detail::throw_config_error("StreamPacker: sequences " + std::to_string(sequences_) + " x sequence_length " +
-                                 std::to_string(length_) + " (expected both at least 1, product below 2^64)");
+                                 std::to_string(length_) + " (expected both at least 1, sequence_length at most " +
+                                 std::to_string(max_sequence_length) + " and their product at most " +
+                                 std::to_string(max_tokens) + " tokens per micro-batch)");
     }
   }
 

@@ -94,17 +94,21 @@ struct StreamOpenPass {
 /// thread-safe: give each thread its own plan (two plans from the same inputs agree).
 class StreamPlan {
  public:
-  /// Throws config_error when shards or consumers is 0, when byte_sizes is neither empty
+  /// The most consumers a plan deals to (2^20: ranks x loader workers). Every dealt pass holds
+  /// a share per consumer, so this bounds what a plan allocates before it reads anything.
+  static constexpr std::uint64_t max_consumers = std::uint64_t{1} << 20;
+
+  /// Throws config_error when shards or consumers is 0, when consumers is above max_consumers, when byte_sizes is neither empty
   /// nor one size per shard, or when options.share is above consumers.
   StreamPlan(std::uint64_t shards, std::vector<std::uint64_t> byte_sizes, std::uint64_t consumers,
              const StreamOptions& options)
       : shards_(shards), seed_(options.seed), consumers_(consumers), byte_sizes_(std::move(byte_sizes)) {
     if (shards_ == 0) detail::throw_config_error("StreamPlan: shards 0 is too few (expected at least 1)");
     if (consumers_ == 0) detail::throw_config_error("StreamPlan: consumers 0 is too few (expected at least 1)");
-    if (static_cast<std::size_t>(consumers_) != consumers_) {
+    if (consumers_ > max_consumers) {
       detail::throw_config_error("StreamPlan: consumers " + std::to_string(consumers_) +
-                                 " is too many (expected at most " + std::to_string(SIZE_MAX) +
-                                 ", this platform's size_t)");
+                                 " is too many (expected at most " + std::to_string(max_consumers) +
+                                 " consumers, ranks x loader workers: each pass holds a share per consumer)");
     }
     if (options.share > consumers_) {
       detail::throw_config_error("StreamPlan: share " + std::to_string(options.share) + " is above consumers " +
@@ -185,6 +189,16 @@ class StreamPlan {
       detail::throw_out_of_range("StreamPlan::share", "consumer", consumer, "consumers", consumers_);
     const auto* shares = dealt(pass);
     return shares == nullptr ? empty_ : (*shares)[static_cast<std::size_t>(consumer)];
+  }
+
+  /// The first pass after `pass` that can hold pieces: from first_fresh_pass() on, pass + 1;
+  /// before it, the next pass a resumed state left open, else first_fresh_pass(). So a cursor
+  /// skips the fully read passes between a state's open passes and its next_pass in one step,
+  /// however many there are. O(log passes).
+  [[nodiscard]] std::uint64_t next_pass_after(std::uint64_t pass) const noexcept {
+    if (pass >= first_fresh_ || first_fresh_ - pass == 1) return pass + 1;
+    const auto it = dealt_.upper_bound(pass);
+    return it != dealt_.end() && it->first < first_fresh_ ? it->first : first_fresh_;
   }
 
   /// Forgets the deals of passes before `pass` (what no consumer reads any more). O(log passes).

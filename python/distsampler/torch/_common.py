@@ -63,7 +63,7 @@ def _flag(who, name, value):
     would take the strings "False" and "no" as True, and an int is a slip for another argument."""
     if _is_bool(value):
         return bool(value)
-    raise ConfigError(f"{who}: {name} {value!r} is a {type(value).__name__} (expected True or False)")
+    raise ConfigError(f"{who}: {name} {value!r} is not a bool (expected True or False)")
 
 
 def _index(who, name, value):

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Each format is one entry of ``READERS``, used by both file datasets:
 
-- ``indexed(x, offset, files)``: record ``offset`` of a shard through its C++ index entry
+- ``indexed(x, offset, file)``: record ``offset`` of a shard through its C++ index entry
   ``x`` (``distsampler._core.index_shards``: byte offsets and sizes, tar members, the
-  Megatron ``.bin``); ``files`` keeps the shard's open file or memory map (``get(key, opener)``);
+  Megatron ``.bin``); ``file`` is the shard's open ``ShardFile``, which reads byte ranges;
 - ``scan(path)``: the shard's records in order, without an index (None: the format needs one);
 - ``random(path)``: an object whose ``[i]`` and ``len()`` read records by random access
   without an index, or None when the format has none.
@@ -14,14 +14,18 @@ A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty 
 sharing a key, named as WebDataset names them (``webdataset_name``); ``.npy``, a row along
 axis 0 (a NumPy array of the file's dtype, byte order and string width included; 0-d for a
 1-D file); Megatron, a sequence's tokens (uint16 widened to int32, which torch converts).
+
+No file is memory-mapped: a file truncated under a memory map kills the process (SIGBUS)
+on the next read of a lost page. Every read goes through a ``ShardFile``, which checks the
+file's size, modification time and inode against what they were when the dataset indexed
+(or first opened) it, and refuses a file that changed with an error naming it.
 """
 
 import json
 import os
-import tarfile
-
 import numpy as np
 
+from .. import _core
 from .._core import ConfigError
 
 # File extension -> format, for both datasets (a dataset accepts the formats it can read).
@@ -51,13 +55,98 @@ def _json(path, offset, line, where=""):
         raise ConfigError(f"{path} record {offset}{where} is not JSON: {e}") from None
 
 
+def file_identity(st):
+    """What identifies a file's contents for a running job: size, modification time (ns), inode."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _describe_change(then, now):
+    if now is None:
+        return "it was removed"
+    if now[0] != then[0]:
+        return f"its size went from {then[0]} to {now[0]} bytes"
+    if now[1] != then[1]:
+        return "its modification time changed"
+    return "it was replaced by another file (a new inode)"
+
+
+def changed_error(who, path, then, now, fix):
+    return ConfigError(f"{who}: shard {path} changed while this job reads it ({_describe_change(then, now)}): "
+                       f"records read from it now would be wrong or missing, so it is not read; {fix}")
+
+
+class ShardFile:
+    """One shard file for positioned reads (never a memory map). Before every read the file at
+    `path` must still be the one of `identity` (``file_identity`` of its stat: size, modification
+    time and inode); a file that changed is refused with `fix` saying what to do. With
+    ``keep_open=False`` it holds no descriptor between reads (StreamDataset keeps a reader for
+    every shard it touched, which would otherwise hold as many open files)."""
+
+    def __init__(self, who, path, identity, fix, keep_open=True):
+        self.who, self.path, self.identity, self.fix, self.keep_open = who, path, identity, fix, keep_open
+        self.fd = None
+        self.check()
+        if keep_open:
+            self._open()
+
+    def _open(self):
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise ConfigError(f"{self.who}: shard {self.path} cannot be opened ({e.strerror}); {self.fix}") from None
+        now = file_identity(os.fstat(fd))
+        if now != self.identity:
+            os.close(fd)
+            raise changed_error(self.who, self.path, self.identity, now, self.fix)
+        self.fd = fd
+
+    def check(self):
+        try:
+            now = file_identity(os.stat(self.path))
+        except FileNotFoundError:
+            now = None
+        except OSError as e:
+            raise ConfigError(f"{self.who}: shard {self.path} cannot be inspected ({e.strerror}); {self.fix}") from None
+        if now != self.identity:
+            raise changed_error(self.who, self.path, self.identity, now, self.fix)
+
+    def read(self, start, size):
+        """Bytes [start, start + size) of the file, as a bytearray; checks the file first."""
+        self.check()
+        if start + size > self.identity[0]:
+            raise ConfigError(f"{self.who}: shard {self.path}: bytes {start}..{start + size} lie past the end of its "
+                              f"{self.identity[0]} bytes (its index does not match it); {self.fix}")
+        if self.fd is None:
+            self._open()
+        try:
+            out = bytearray(size)
+            view, done = memoryview(out), 0
+            while done < size:
+                n = os.preadv(self.fd, [view[done:]], start + done)
+                if n == 0:  # the file ended early: it shrank after the check
+                    raise changed_error(self.who, self.path, self.identity, file_identity(os.fstat(self.fd)),
+                                        self.fix)
+                done += n
+            return out
+        finally:
+            if not self.keep_open:
+                self.close()
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+_STREAM_FIX = "restart the job from its last checkpoint once the file is complete again"
+
+
 class _Jsonl:
     @staticmethod
-    def indexed(x, offset, files):
+    def indexed(x, offset, file):
         start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
-        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
-        f.seek(start)
-        return _json(f"ShardedDataset: shard {x['path']}", offset, f.read(size), f" (bytes {start}..{start + size})")
+        return _json(f"ShardedDataset: shard {x['path']}", offset, bytes(file.read(start, size)),
+                     f" (bytes {start}..{start + size})")
 
     @staticmethod
     def scan(path):
@@ -111,85 +200,131 @@ def _two_suffixes(who, path, key, suffix, header_at):
 
 class _Tar:
     @staticmethod
-    def indexed(x, offset, files):
-        f = files.get(x["path"], lambda: open(x["data_path"], "rb"))
+    def indexed(x, offset, file, who="ShardedDataset"):
         key = x["keys"][offset]
         sample = {"__key__": key}
         for suffix, member_at, member_size in x["members"][x["member_begin"][offset]:x["member_begin"][offset + 1]]:
             suffix = suffix.lower()  # the index lower-cases ASCII letters; Python lower-cases the others
             if suffix in sample:
-                raise _two_suffixes("ShardedDataset", x["path"], key, suffix, member_at - 512)
-            f.seek(member_at)
-            sample[suffix] = f.read(member_size)
+                raise _two_suffixes(who, x["path"], key, suffix, member_at - 512)
+            sample[suffix] = bytes(file.read(member_at, member_size))
         return sample
 
     @staticmethod
     def scan(path):
-        with tarfile.open(path, "r|*") as tar:  # streamed: no index; names decoded as WebDataset's (surrogateescape)
-            key, sample = None, {}
-            for member in tar:
-                if not member.isfile():
-                    continue
-                named = webdataset_name(member.name)
-                if named is None:
-                    continue
-                k, ext = named
-                if key is not None and k != key:
-                    yield sample
-                    sample = {}
-                elif ext in sample:
-                    raise _two_suffixes("StreamDataset", path, k, ext, member.offset_data - 512)
-                key = k
-                sample[ext] = tar.extractfile(member).read()
-                sample["__key__"] = k
-            if key is not None:
-                yield sample
+        records = _TarRecords(path)
+        try:
+            for i in range(len(records)):
+                yield records[i]
+        finally:
+            records.close()
 
-    random = None
+    @staticmethod
+    def random(path):
+        return _TarRecords(path)
 
 
-def _row(rows, offset):
-    """Row `offset` of an array read from a file, copied, in the file's dtype: ``rows[offset]`` of a
-    1-D array is a NumPy scalar, which ``np.array`` turns into native byte order and the shortest
-    string width; ``rows[offset, ...]`` is an array (0-d for a 1-D file) of the file's dtype."""
-    return np.array(rows[offset, ...])
+class _TarRecords:
+    """The samples of a tar by their C++ index (StreamDataset: no cached index). The index reads the
+    archive's headers first, so a stream refuses what ShardedDataset refuses (a bad header checksum,
+    a suffix twice in one sample, no end-of-archive, a member past the end), naming the file, instead
+    of losing the members after the fault; the members are then read by positioned reads."""
+
+    def __init__(self, path):
+        who = "StreamDataset"
+        try:
+            identity = file_identity(os.stat(path))
+            self.index = _core.index_shards([path], "tar", "", "off", 1)[0]
+        except FileNotFoundError:
+            raise ConfigError(f"{who}: shard {path} cannot be opened (No such file or directory)") from None
+        except ConfigError as e:
+            raise ConfigError(f"{who}: {e}") from None
+        self.file = ShardFile(who, path, identity, _STREAM_FIX, keep_open=False)
+
+    def __len__(self):
+        return self.index["records"]
+
+    def __getitem__(self, i):
+        return _Tar.indexed(self.index, i, self.file, "StreamDataset")
+
+    def close(self):
+        self.file.close()
 
 
 class _Npy:
     @staticmethod
-    def indexed(x, offset, files):
-        def opener():
-            rows = x["records"]
-            if rows == 0:
-                return np.empty((0, *x["row_shape"]), dtype=np.dtype(x["dtype"]))
-            return np.memmap(x["data_path"], dtype=np.dtype(x["dtype"]), mode="r", offset=int(x["offsets"][0]),
-                             shape=(rows, *x["row_shape"]))
-        return _row(files.get(x["path"], opener), offset)
+    def indexed(x, offset, file):
+        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
+        return np.frombuffer(file.read(start, size), dtype=np.dtype(x["dtype"])).reshape(tuple(x["row_shape"]))
 
     @staticmethod
     def scan(path):
-        rows = np.load(path, mmap_mode="r")
-        for offset in range(len(rows)):
-            yield _row(rows, offset)
+        rows = _NpyRows(path)
+        try:
+            for i in range(len(rows)):
+                yield rows[i]
+        finally:
+            rows.close()
 
     @staticmethod
     def random(path):
-        return np.load(path, mmap_mode="r")
+        return _NpyRows(path)
 
 
 class _Megatron:
     @staticmethod
-    def indexed(x, offset, files):
+    def indexed(x, offset, file):
         start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
         if size == 0:
             return np.empty(0, dtype=np.int32 if x["dtype"] == "uint16" else np.dtype(x["dtype"]))
-        data = files.get(x["path"], lambda: np.memmap(x["data_path"], dtype=np.uint8, mode="r"))
-        tokens = data[start:start + size].view(np.dtype(x["dtype"]))
+        tokens = np.frombuffer(file.read(start, size), dtype=np.dtype(x["dtype"]))
         # torch before 2.3 has no uint16 tensors: a DataLoader could not convert the tokens.
-        return tokens.astype(np.int32) if tokens.dtype == np.uint16 else np.array(tokens)
+        return tokens.astype(np.int32) if tokens.dtype == np.uint16 else tokens
 
     scan = None
     random = None
+
+
+class _NpyRows:
+    """The rows of a ``.npy`` file by positioned reads (StreamDataset: no index; the file's identity
+    when first opened is what every later read checks)."""
+
+    def __init__(self, path):
+        who, fix = "StreamDataset", _STREAM_FIX
+        try:
+            with open(path, "rb") as f:
+                identity = file_identity(os.fstat(f.fileno()))
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                data = f.tell()
+        except (OSError, ValueError, TypeError) as e:  # NumPy: TypeError for a dtype it does not know
+            raise ConfigError(f"{who}: shard {path} is not a readable .npy file ({e})") from None
+        if fortran or dtype.hasobject or not shape:
+            raise ConfigError(f"{who}: shard {path} is not a C-order .npy array of rows (fortran_order {fortran}, "
+                              f"dtype {dtype}, shape {shape}); save it with numpy.save of a C-contiguous array")
+        self.row_shape, self.dtype = tuple(shape[1:]), dtype
+        self.row_bytes = dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
+        if self.row_bytes == 0 and shape[0] > 0:
+            raise ConfigError(f"{who}: shard {path}: has rows of 0 bytes (shape {shape}): they hold no data, and the "
+                              "file's size cannot vouch for their count (expected rows of at least one byte)")
+        if data + shape[0] * self.row_bytes != identity[0]:
+            raise ConfigError(f"{who}: shard {path} is {identity[0]} bytes, but its header ({data} bytes) and "
+                              f"{shape[0]} rows of {self.row_bytes} bytes need {data + shape[0] * self.row_bytes}")
+        self.rows, self.data = shape[0], data
+        self.file = ShardFile(who, path, identity, fix, keep_open=False)
+
+    def __len__(self):
+        return self.rows
+
+    def __getitem__(self, i):
+        raw = self.file.read(self.data + i * self.row_bytes, self.row_bytes)
+        return np.frombuffer(raw, dtype=self.dtype).reshape(self.row_shape)
+
+    def close(self):
+        self.file.close()
 
 
 READERS = {"jsonl": _Jsonl, "tar": _Tar, "npy": _Npy, "megatron": _Megatron}
@@ -209,7 +344,7 @@ class SequentialReader:
         if self.reader.random is not None:
             if self._array is None:
                 self._array = self.reader.random(self.path)
-            return _row(self._array, i) if i < len(self._array) else None
+            return self._array[i] if i < len(self._array) else None
         if self._it is None or i < self._next:
             self._it, self._next = self.reader.scan(self.path), 0
         for rec in self._it:

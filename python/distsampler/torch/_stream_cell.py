@@ -13,7 +13,8 @@ it starts a pass, which the DataLoader asks for after ``__iter__``.
 import torch
 
 from .._core import ConfigError, StateError
-from ._common import _unsigned
+
+MAX_CAPACITY = 1 << 30  # bytes of state text a stream reserves in shared memory
 
 _U64 = 1 << 64
 _I64 = 1 << 63
@@ -31,11 +32,9 @@ class StreamCell:
     """
 
     def __init__(self, capacity, who):
-        capacity = _unsigned(who, "state_capacity", capacity)
-        if capacity > MAX_CAPACITY:
-            raise ConfigError(f"{who}: state_capacity {capacity} is above {MAX_CAPACITY} bytes (expected at most "
-                              f"{MAX_CAPACITY}: the bytes are reserved in shared memory for a loaded state's text, "
-                              "which is a few bytes per shard)")
+        if capacity > MAX_CAPACITY:  # reserved up front: refused before a tensor of that size is made
+            raise ConfigError(f"{who}: state_capacity {capacity} is out of range (expected an int from 1 to "
+                              f"{MAX_CAPACITY} bytes of state text)")
         self.capacity = capacity
         self._who = who
         self._head = torch.zeros(3, dtype=torch.int64).share_memory_()

@@ -4,6 +4,8 @@ from typing import Optional, Tuple
 
 import torch
 
+MAX_CAPACITY: int
+
 class StreamCell:
     capacity: int
     def __init__(self, capacity: int, who: str) -> None: ...

@@ -43,6 +43,23 @@ def _describe(sampler):
     }
 
 
+def _guarded(obj):
+    # What the guard checks for `obj`: a dataset that reads through a sampler or stream of its own
+    # (ShardedDataset: its ShardStream, named by _guard_target) is checked through that index
+    # stream, so the mesh guard hashes the indices it hands out and never reads (or decodes) a
+    # record; an object that describes no sampler itself is checked through the first of its
+    # sampler, stream or batch_sampler attributes that does (a dataset of your own, a DataLoader).
+    own = getattr(obj, "_guard_target", None)
+    if callable(own):
+        return own()
+    if not callable(getattr(obj, "_guard_description", None)):
+        for name in ("sampler", "stream", "batch_sampler"):
+            inner = getattr(obj, name, None)
+            if callable(getattr(inner, "_guard_description", None)):
+                return inner
+    return obj
+
+
 def _store(group):
     # The store every rank of the job reaches: the default process group's (torch.distributed's own).
     return dist.distributed_c10d._get_default_store()
@@ -58,7 +75,11 @@ def guard(sampler, group=None, timeout=None, mesh=None):
     ``set_epoch``. Raises ``ConfigError`` on every rank, naming the first rank that
     differs, the field, and both values (the ``shuffle(42 + rank)`` bug shows up as
     "rank 1 has seed 43 but rank 0 has seed 42"). Works with any torch sampler that has
-    these attributes, torch's own DistributedSampler included.
+    these attributes, torch's own DistributedSampler included. A dataset that reads through
+    a sampler or stream of its own (``ShardedDataset``: its ``stream``; an object that is no
+    sampler itself but holds one of the library's as ``sampler``, ``stream`` or
+    ``batch_sampler``) is checked through it: the guard compares the indices it hands out and
+    never reads a record.
 
     ``timeout`` (seconds, or a ``datetime.timedelta``) bounds the wait for the other
     ranks; by default the process group's own timeout (``init_process_group(timeout=...)``,
@@ -90,6 +111,7 @@ def guard(sampler, group=None, timeout=None, mesh=None):
     seconds = None if timeout is None else timeout_seconds(timeout)
     if not (dist.is_available() and dist.is_initialized()):
         raise ConfigError("guard: torch.distributed is not initialized (call init_process_group first)")
+    sampler = _guarded(sampler)
     mine = _describe(sampler)
     if mesh is not None:
         mine.update(guard_mesh_fields(sampler))

@@ -1,5 +1,6 @@
 # distsampler.torch.PackedSequenceSampler (sequence packing), its dataset and collate helper, and the .idx reader.
 # SPDX-License-Identifier: MIT
+import operator
 import os
 from collections import namedtuple
 
@@ -9,6 +10,7 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _flag, _index, _options, _positive, _seed64, _unsigned
+from ._readers import ShardFile, file_identity
 from .batch import _StepSampler
 from .tokens import _token_lengths
 
@@ -66,14 +68,68 @@ def read_megatron_index(path):
 
 
 def megatron_tokens(prefix):
-    """``(tokens, offsets, index)`` of the Megatron dataset ``prefix``: the .bin as a
-    read-only ``np.memmap`` of its dtype (an empty array when the .bin is empty), each
-    sequence's first token in it (int64) and the index."""
+    """``(tokens, offsets, index)`` of the Megatron dataset ``prefix``: the .bin's tokens as a
+    read-only 1-D sequence of its dtype (``len()``, ``dtype``, ``shape`` and slices
+    ``tokens[a:b]``, NumPy arrays read by positioned reads, never a memory map), each
+    sequence's first token in it, and the index. A read of a .bin truncated, rewritten or
+    replaced since raises ``ConfigError`` naming it (through a memory map it was a SIGBUS)."""
     index = read_megatron_index(prefix)
-    if os.path.getsize(index.bin_path) == 0:  # np.memmap cannot map an empty file
-        return np.empty(0, dtype=index.dtype), index.offsets, index
-    tokens = np.memmap(index.bin_path, dtype=index.dtype, mode="r")
-    return tokens, index.offsets, index
+    return _BinTokens(index.bin_path, index.dtype), index.offsets, index
+
+
+class _BinTokens:
+    """The tokens of a Megatron .bin as ``megatron_tokens`` returns them: slices read by positioned
+    reads, each checking the file's size, modification time and inode against what they were when
+    it was opened. Picklable (a DataLoader worker reopens the file)."""
+
+    _FIX = "restore the file (or call megatron_tokens again on the new one) and restart the job from its last checkpoint"
+
+    def __init__(self, path, dtype):
+        self.path, self.dtype = os.fspath(path), np.dtype(dtype)
+        self._identity = file_identity(os.stat(self.path))
+        self._file = None
+
+    @property
+    def size(self):
+        return len(self)
+
+    @property
+    def shape(self):
+        return (self._identity[0] // self.dtype.itemsize,)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_file"] = None
+        return state
+
+    def __getitem__(self, key):
+        n = len(self)
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                raise ConfigError(f"megatron_tokens: slice step {step} (expected contiguous slices tokens[a:b])")
+            stop = max(start, stop)
+        else:
+            try:
+                i = operator.index(key)
+            except TypeError:
+                raise ConfigError(f"megatron_tokens: index {key!r} (expected an int or a slice a:b)") from None
+            if not -n <= i < n:
+                raise IndexError(f"megatron_tokens: token {i} is out of range for {n} tokens")
+            start = i % n
+            stop = start + 1
+        if self._file is None:
+            self._file = ShardFile("megatron_tokens", self.path, self._identity, self._FIX)
+        size = self.dtype.itemsize
+        tokens = np.frombuffer(self._file.read(start * size, (stop - start) * size), dtype=self.dtype)
+        return tokens if isinstance(key, slice) else tokens[0]
+
+    def __array__(self, dtype=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
 
 
 def megatron_documents(prefix):
@@ -224,10 +280,10 @@ class PackedSequenceDataset(torch.utils.data.Dataset):
     """A map-style dataset whose keys are the sampler's sequences: ``dataset[pieces]`` is
     the sequence's tokens and document boundaries, ready for ``collate_packed``.
 
-    ``tokens`` is a 1-D array of every document's tokens (an ``np.memmap`` of a Megatron
-    ``.bin``, any NumPy array or tensor) and ``offsets[d]`` the position of document d's
-    first token in it (``megatron_tokens(prefix)`` gives both). Picklable, so DataLoader
-    workers can use it (a memmap is reopened, not copied).
+    ``tokens`` is a 1-D array of every document's tokens (what ``megatron_tokens`` gives for a
+    Megatron ``.bin``, any NumPy array or tensor) and ``offsets[d]`` the position of document
+    d's first token in it (``megatron_tokens(prefix)`` gives both). Picklable, so DataLoader
+    workers can use it (a .bin is reopened, not copied).
     """
 
     __module__ = PUBLIC_MODULE

@@ -20,7 +20,7 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _check_tail, _resolve_world
-from ._readers import READERS
+from ._readers import READERS, ShardFile, changed_error, file_identity
 from .shards import ShardStream
 
 __all__ = ["ShardedDataset", "ShardedItem"]
@@ -60,8 +60,28 @@ def _paths(who, paths):
     return out
 
 
+_CHANGED_FIX = ("rebuild its index (ShardedDataset(..., rebuild=True)) and restart the job from its last checkpoint "
+                "(or restore the file as it was)")
+
+
+def _identities(indexes):
+    """Each data file's identity now, which every read checks: a file changed under a running job is
+    refused, never read as other records (and never through a memory map, which would SIGBUS)."""
+    out = []
+    for x in indexes:
+        try:
+            now = file_identity(os.stat(x["data_path"]))
+        except OSError:
+            now = None
+        if now is None or now[0] != x["data_size"]:
+            then = (x["data_size"],) + (now[1:] if now is not None else (0, 0))
+            raise changed_error("ShardedDataset", x["path"], then, now, _CHANGED_FIX)
+        out.append(now)
+    return out
+
+
 class _OpenFiles:
-    """At most `limit` open shard files (file objects or memory maps), least recently used closed first."""
+    """At most `limit` open shard files (ShardFile objects), least recently used closed first."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -100,9 +120,14 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     - tar (WebDataset layout): a sample, the consecutive members sharing a key, yielded as
       ``{suffix: bytes, ..., "__key__": key}``;
     - Megatron (``.idx``/``.bin``, give either): a sequence, yielded as a NumPy array of its
-      tokens read through a memory map of the ``.bin`` (uint16 tokens widened to int32, which
+      tokens read from the ``.bin`` (uint16 tokens widened to int32, which
       torch converts; every other token type as stored);
-    - ``.npy``: a row along axis 0, read through a memory map.
+    - ``.npy``: a row along axis 0.
+
+    Files are read by positioned reads, never memory-mapped. Before every read the file's
+    size, modification time and inode must be what they were when the dataset was built: a
+    shard truncated, rewritten or replaced under a running job raises ``ConfigError`` naming
+    it (rebuild its index with ``rebuild=True`` and restart from the last checkpoint).
 
     ``decode`` (a function of one record) is applied to each record after that.
 
@@ -169,6 +194,7 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         except ConfigError as e:
             hint = " (rebuild=True rebuilds it)" if "rebuild the index" in str(e) else ""
             raise ConfigError(f"{who}: {e}{hint}") from None
+        self._identities = _identities(self.indexes)
         self.paths = paths
         self.decode = decode
         self.return_padding = tail == "pad" if return_padding is None else return_padding
@@ -183,6 +209,15 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         state = self.__dict__.copy()
         state["_files"] = None
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_identities" not in state:  # a pickle of 0.2: the files as they are now, if they still match the index
+            self._identities = _identities(self.indexes)
+
+    def _guard_target(self):
+        # guard(dataset, mesh=...) hashes what the stream hands out (shard, offset), never the records.
+        return self.stream
 
     def _guard_description(self):
         # guard() checks the stream: the shard sizes, seed, tail and epoch every rank must share.
@@ -246,7 +281,9 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         if self._files is None:
             self._files = _OpenFiles(self.max_open_files)
         x = self.indexes[shard]
-        return READERS[x["format"]].indexed(x, offset, self._files)
+        file = self._files.get(shard, lambda: ShardFile("ShardedDataset", x["data_path"], self._identities[shard],
+                                                        _CHANGED_FIX))
+        return READERS[x["format"]].indexed(x, offset, file)
 
     def close(self):
         """Closes the open shard files of this process (they reopen on the next read)."""

@@ -118,7 +118,7 @@ class ShardStream(_Checkpointed):
         self.shuffle = _flag(who, "shuffle", shuffle)
         self.seed = seed
         self.tail = tail
-        self._cell = StreamCell(state_capacity, who)
+        self._cell = StreamCell(_unsigned(who, "state_capacity", state_capacity), who)
         self._passes = pass_counter()
         self._sampler(1)
 

@@ -27,7 +27,7 @@ from .._core import ConfigError, StateError
 from ._common import PUBLIC_MODULE, _resolve_world, _seed64, _sequence, _unsigned
 from ._life import _Checkpointed
 from ._readers import SequentialReader, format_of
-from ._stream_cell import StreamCell, pass_counter
+from ._stream_cell import MAX_CAPACITY, StreamCell, pass_counter
 
 __all__ = ["StreamDataset", "StreamPacker", "StreamItem", "StreamBatch"]
 
@@ -41,6 +41,12 @@ StreamBatch.__doc__ = ("One micro-batch as a worker yields it: the data, the con
                        "and its progress after it; distsampler.torch.DataLoader keeps the progress and passes on data.")
 
 
+MAX_SEQUENCE_LENGTH = (1 << 23) - 1  # PackedSequenceSampler's seq_len bound
+MAX_ITEM_OUTPUTS = 1 << 27  # samples or tokens of one item (the C++ StreamPacker's bound)
+MAX_CONSUMERS = 1 << 20  # ranks x DataLoader workers (the C++ StreamPlan's bound)
+MAX_STATE_CAPACITY = MAX_CAPACITY  # bytes of state text reserved in shared memory
+
+
 class StreamPacker:
     """Packs documents into sequences of ``sequence_length`` tokens: ``tokenize(record)`` gives
     a document's token ids (known only once read); documents are concatenated and cut at
@@ -50,9 +56,10 @@ class StreamPacker:
     __module__ = PUBLIC_MODULE
 
     def __init__(self, sequence_length, tokenize):
-        if not isinstance(sequence_length, int) or isinstance(sequence_length, bool) or sequence_length < 1:
+        if (not isinstance(sequence_length, int) or isinstance(sequence_length, bool) or sequence_length < 1
+                or sequence_length > MAX_SEQUENCE_LENGTH):
             raise ConfigError(f"StreamPacker: sequence_length {sequence_length!r} is out of range (expected an int "
-                              ">= 1)")
+                              f"from 1 to {MAX_SEQUENCE_LENGTH} tokens, as PackedSequenceSampler's seq_len)")
         if not callable(tokenize):
             raise ConfigError(f"StreamPacker: tokenize {tokenize!r} is not callable (expected record -> token ids)")
         self.sequence_length, self.tokenize = sequence_length, tokenize
@@ -88,6 +95,12 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         self.formats = [format_of(who, p, format, _FORMATS) for p in self.paths]
         if not isinstance(micro_batch, int) or isinstance(micro_batch, bool) or micro_batch < 1:
             raise ConfigError(f"{who}: micro_batch {micro_batch!r} is out of range (expected an int >= 1)")
+        # An item is filled before it is yielded: its size bounds what one read holds in memory.
+        length = 1 if not isinstance(packer, StreamPacker) else packer.sequence_length
+        if micro_batch * length > MAX_ITEM_OUTPUTS:
+            what = f"micro_batch {micro_batch}" + ("" if length == 1 else f" x packer sequence_length {length}")
+            raise ConfigError(f"{who}: {what} is more than {MAX_ITEM_OUTPUTS} {'samples' if length == 1 else 'tokens'} "
+                              "per item (expected a smaller micro_batch)")
         if filter is not None and not callable(filter):
             raise ConfigError(f"{who}: filter {filter!r} is not callable (expected record -> bool, or None)")
         if packer is not None and not isinstance(packer, StreamPacker):
@@ -104,7 +117,15 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
                               "'all')")
         self.share = share
         self.world_size, self.rank = _resolve_world(who, num_replicas, rank)
+        if self.world_size > MAX_CONSUMERS:
+            raise ConfigError(f"{who}: num_replicas {self.world_size} is more than {MAX_CONSUMERS} (expected at most "
+                              f"{MAX_CONSUMERS} ranks x DataLoader workers: every pass holds a share for each)")
         self.micro_batch, self.seed, self.filter, self.packer = micro_batch, _seed64(who, seed), filter, packer
+        if (not isinstance(state_capacity, int) or isinstance(state_capacity, bool) or state_capacity < 1
+                or state_capacity > MAX_STATE_CAPACITY):
+            # Reserved in shared memory up front: a number, not what is read, must not decide the allocation.
+            raise ConfigError(f"{who}: state_capacity {state_capacity!r} is out of range (expected an int from 1 to "
+                              f"{MAX_STATE_CAPACITY} bytes of state text)")
         self._cell = StreamCell(state_capacity, who)
         self._passes, self._passes_seen = pass_counter(), 0
         self._base = None  # the job state text this run resumed from
@@ -163,6 +184,9 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         consumers = self.world_size * workers
+        if consumers > MAX_CONSUMERS:
+            raise ConfigError(f"StreamDataset: num_replicas {self.world_size} x num_workers {workers} is more than "
+                              f"{MAX_CONSUMERS} consumers (expected fewer DataLoader workers)")
         shared = json.loads(self._cell.text) if self._cell.text else {"base": self._base, "consumers": consumers,
                                                                         "progress": {}}
         consumer = self.rank * workers + worker

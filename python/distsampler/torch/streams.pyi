@@ -18,6 +18,11 @@ class StreamBatch(NamedTuple):
     consumer: int
     progress: Tuple[int, int, int, List[Tuple[int, int, int, int, int]]]
 
+MAX_SEQUENCE_LENGTH: int
+MAX_ITEM_OUTPUTS: int
+MAX_CONSUMERS: int
+MAX_STATE_CAPACITY: int
+
 class StreamPacker:
     sequence_length: int
     tokenize: Callable[[Any], Sequence[int]]

@@ -193,7 +193,10 @@ class BestFitCounter {
         rooms_(capacity) {}
 
   // One item of `length` tokens (1..capacity).
-  void add(std::uint32_t length) noexcept { ++items_[length]; }
+  void add(std::uint32_t length) noexcept {
+    ++items_[length];
+    ++documents_;
+  }
 
   // Documents of lengths[0..n) tokens, each cut into pieces of at most capacity: their
   // full pieces (a bin each) counted at once, their rests added as items. Branch-free per
@@ -223,12 +226,18 @@ class BestFitCounter {
       }
     }
     full_ += full;
+    documents_ += n;
   }
+
+  // The pieces of the documents added since the last count(): their full pieces and their
+  // non-empty rests (documents of 0 tokens are no piece).
+  [[nodiscard]] std::uint64_t pieces() const noexcept { return full_ + documents_ - items_[0]; }
 
   // The bins for the items added since the last call; the counter is empty afterwards.
   std::uint64_t count() noexcept {
     std::uint64_t bins = full_;
     full_ = 0;
+    documents_ = 0;
     items_[0] = 0;
     for (std::uint32_t x = capacity_; x > 0; --x) {  // longest first
       if (items_[x] == 0) continue;
@@ -281,6 +290,7 @@ class BestFitCounter {
   std::uint32_t capacity_;
   double inverse_;                        // 1 / capacity
   std::uint64_t full_ = 0;                // full pieces of documents added
+  std::uint64_t documents_ = 0;           // documents added
   std::vector<std::uint32_t> items_;      // per length: items of it (a window holds < 2^32 documents)
   std::vector<std::uint32_t> bins_;       // per room: open bins with it
   RoomBits rooms_;                        // rooms with open bins
