@@ -21,6 +21,15 @@ class MegatronIndex(NamedTuple):
 def read_megatron_index(path: Union[str, os.PathLike]) -> MegatronIndex: ...
 def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, MegatronIndex]: ...
 def megatron_documents(prefix: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+def raw_documents(
+    path: Union[str, os.PathLike],
+    dtype: Any,
+    eos: int,
+    *,
+    cache_dir: Optional[Union[str, os.PathLike]] = ...,
+    cache: bool = ...,
+    strict: bool = ...,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 class PackedSequenceSampler(_StepSampler):
     lengths: np.ndarray
