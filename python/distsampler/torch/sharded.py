@@ -121,8 +121,10 @@ class ShardedDataset(torch.utils.data.IterableDataset):
 
     Indexes: built with ``threads`` threads (default: one per file up to 8 and the CPU
     count; 1 starts no thread), cached beside each shard or in ``cache_dir`` (``cache=False``:
-    kept in memory only); a cached index of a shard whose size or modification time changed
-    raises ``ConfigError`` naming the shard unless ``rebuild=True``.
+    kept in memory only; ``rebuild=True``: every index built again); a cached index of a
+    shard whose size or modification time changed is built again and saved in its place,
+    with one ``UserWarning`` naming the shard, or with ``strict=True`` raises ``ConfigError``
+    naming the shard.
 
     ``preset`` (``"mixed"``, the default, or ``"sequential"``: each shard file read in
     increasing offsets, one at a time per worker) and ``canonical_streams``,
