@@ -70,15 +70,31 @@ inline void raw_documents(const char* p, std::size_t n, std::uint64_t first, std
   for (std::size_t i = 0; i < sizeof(Word); ++i) pattern[i] = static_cast<char>((eos_bytes_le >> (8 * i)) & 0xff);
   Word eos;
   std::memcpy(&eos, pattern, sizeof(Word));
-  for (std::size_t i = 0; i < n; ++i) {
-    Word w;
-    std::memcpy(&w, p + i * sizeof(Word), sizeof(Word));
-    if (w == eos) {
-      const std::uint64_t end = first + i + 1;
-      out.push_back(RecordSpan{doc_start * sizeof(Word), (end - doc_start) * sizeof(Word)});
-      doc_start = end;
+  const auto scan = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      Word w;
+      std::memcpy(&w, p + i * sizeof(Word), sizeof(Word));
+      if (w == eos) {
+        const std::uint64_t end = first + i + 1;
+        out.push_back(RecordSpan{doc_start * sizeof(Word), (end - doc_start) * sizeof(Word)});
+        doc_start = end;
+      }
     }
+  };
+  // Runs of 64 tokens are first tested for any eos with a loop without branches (which the
+  // compiler vectorizes); only a run that holds one is scanned token by token.
+  constexpr std::size_t run = 64;
+  std::size_t i = 0;
+  for (; i + run <= n; i += run) {
+    unsigned any = 0;
+    for (std::size_t j = 0; j < run; ++j) {
+      Word w;
+      std::memcpy(&w, p + (i + j) * sizeof(Word), sizeof(Word));
+      any |= static_cast<unsigned>(w == eos);
+    }
+    if (any != 0) scan(i, i + run);
   }
+  scan(i, n);
 }
 
 }  // namespace files_detail
