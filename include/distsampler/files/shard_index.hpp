@@ -1,4 +1,4 @@
-// distsampler files: the index of one shard file (its records' byte ranges) and the four formats it reads.
+// distsampler files: the index of one shard file (its records' byte ranges) and the five formats it reads.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_FILES_SHARD_INDEX_HPP
 #define DISTSAMPLER_FILES_SHARD_INDEX_HPP
@@ -60,7 +60,7 @@ enum class ShardFormat : std::uint8_t { jsonl = 1, tar = 2, megatron = 3, npy = 
   detail::throw_config_error("shard " + std::string(path) + ": cannot tell the format from the extension \"" +
                              std::string(ext) +
                              "\" (expected .jsonl, .ndjson, .tar, .idx, .bin or .npy, or name the format: "
-                             "jsonl, tar, megatron or npy)");
+                             "jsonl, tar, megatron, npy, or raw with its dtype and eos)");
 }
 
 /// A file an index was built from, as it was then: its path, size in bytes and

@@ -1,4 +1,4 @@
-# distsampler.torch.ShardedDataset: an IterableDataset over real shard files (JSON Lines, tar, Megatron, .npy).
+# distsampler.torch.ShardedDataset: an IterableDataset over real shard files (JSON Lines, tar, Megatron, .npy, raw tokens).
 # SPDX-License-Identifier: MIT
 """``ShardedDataset``: shard files read as a ``ShardStream`` says, with their sizes found for you.
 
