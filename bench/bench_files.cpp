@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/resource.h>
@@ -55,7 +56,7 @@ void tar_member(std::string& out, const std::string& name, std::size_t size, cha
 // The generated shards, made once before the benchmarks run and removed after.
 struct Corpus {
   fs::path dir;
-  std::string jsonl, tar, megatron, npy;
+  std::string jsonl, tar, megatron, npy, raw;
 
   Corpus() {
     dir = fs::temp_directory_path() /
@@ -120,6 +121,22 @@ struct Corpus {
       out.append(std::size_t{1000000} * 64, '\0');
       write_file(npy, out);
     }
+    // Raw token file: 25 M uint32 tokens (100 MB), documents of 1..2000 tokens ending with eos 0.
+    raw = (dir / "corpus-raw.npy").string();
+    {
+      std::string out;
+      out.reserve(std::size_t{100} << 20);
+      std::uint64_t t = 0;
+      while (t < 25000000) {
+        const std::uint64_t len = 1 + rng() % 2000;
+        for (std::uint64_t k = 0; k + 1 < len && t < 25000000; ++k, ++t) put_le(out, 1 + (rng() % 50000), 4);
+        if (t < 25000000) {
+          put_le(out, 0, 4);
+          ++t;
+        }
+      }
+      write_file(raw, out);
+    }
   }
   ~Corpus() {
     std::error_code ec;
@@ -135,10 +152,11 @@ std::uint64_t bytes_of(const ds::ShardIndex& x) {
   return b;
 }
 
-void index_benchmark(benchmark::State& state, const std::string& path, ds::ShardFormat format) {
+void index_benchmark(benchmark::State& state, const std::string& path, ds::ShardFormat format,
+                     std::string_view dtype = {}, std::uint64_t eos = 0) {
   std::uint64_t records = 0, bytes = 0;
   for (auto _ : state) {
-    const ds::ShardIndex x = ds::index_file(path, format);
+    const ds::ShardIndex x = ds::index_file(path, format, dtype, eos);
     records += x.num_records();
     bytes += bytes_of(x);
     benchmark::DoNotOptimize(x.records.data());
@@ -154,6 +172,9 @@ void BM_IndexJsonl(benchmark::State& state) { index_benchmark(state, corpus->jso
 void BM_IndexTar(benchmark::State& state) { index_benchmark(state, corpus->tar, ds::ShardFormat::tar); }
 void BM_IndexMegatron(benchmark::State& state) { index_benchmark(state, corpus->megatron, ds::ShardFormat::megatron); }
 void BM_IndexNpy(benchmark::State& state) { index_benchmark(state, corpus->npy, ds::ShardFormat::npy); }
+void BM_IndexRaw(benchmark::State& state) {
+  index_benchmark(state, corpus->raw, ds::ShardFormat::raw, "uint32", 0);
+}
 
 // CPU seconds (user + system) used so far by this process's finished children.
 double children_cpu_seconds() {
@@ -198,6 +219,7 @@ BENCHMARK(BM_WcLines)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0
 BENCHMARK(BM_IndexTar)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_IndexMegatron)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_IndexNpy)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_IndexRaw)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_LoadCachedJsonl)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 }  // namespace

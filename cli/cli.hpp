@@ -161,7 +161,8 @@ int run_mesh(const Invocation& invocation);
 /// `distsampler index`: its own argument parser (files, not the flag table); its usage line and brief are
 /// listed by `distsampler --help` with the table's commands.
 inline constexpr std::string_view index_synopsis =
-    "distsampler index [--format jsonl|tar|megatron|npy] [--cache-dir DIR] [--verify] [--threads N] FILES...";
+    "distsampler index [--format jsonl|tar|megatron|npy|raw] [--dtype T --eos ID] [--cache-dir DIR] "
+    "[--verify|--strict] [--threads N] FILES...";
 inline constexpr std::string_view index_brief = "build (or with --verify check) the cached index of each shard file";
 int run_index(const std::vector<std::string_view>& args);
 

@@ -24,18 +24,25 @@ std::string index_help() {
       "usage: {}\n\n"
       "index each shard file: count its records and save the byte range of every record in an index\n"
       "file (FILE.dsidx beside it, or in --cache-dir), rebuilding indexes that exist; with --verify\n"
-      "check instead that each file has an index that is current and matches the file, writing nothing.\n"
+      "check instead that each file has an index that is current and matches the file, writing nothing;\n"
+      "with --strict keep the current indexes, build the missing ones and refuse a stale one.\n"
       "Prints one line per file (path, format, records, bytes of the data file) and a total.\n\n"
       "flags:\n"
-      "  --format jsonl|tar|megatron|npy  the format of every file (default: from each extension:\n"
-      "                                   .jsonl .ndjson, .tar, .idx .bin, .npy)\n"
+      "  --format jsonl|tar|megatron|npy|raw\n"
+      "                                   the format of every file (default: from each extension:\n"
+      "                                   .jsonl .ndjson, .tar, .idx .bin, .npy; raw is never assumed)\n"
+      "  --dtype T                        raw only: the token type (uint8, uint16, uint32, uint64,\n"
+      "                                   int32, int64; little-endian, no header)\n"
+      "  --eos ID                         raw only: the end-of-document token id\n"
       "  --cache-dir DIR                  keep the indexes in DIR instead of beside the files\n"
       "  --verify                         check the indexes, write nothing; exit 2 at the first that\n"
       "                                   is missing, stale or different\n"
+      "  --strict                         reuse current indexes, build missing ones, exit 2 at the\n"
+      "                                   first stale one (its shard changed since it was indexed)\n"
       "  --threads N                      index N files at a time (default 1)\n"
       "  --help, -h                       this help\n\n"
       "records: jsonl a non-empty line, tar a sample (members sharing a key), megatron a sequence,\n"
-      "npy a row along axis 0.\n"
+      "npy a row along axis 0, raw a document (its tokens up to and including the --eos token).\n"
       "exit status: 0 ok, 2 bad usage, a missing, malformed or changed file\n",
       index_synopsis);
 }
@@ -50,6 +57,7 @@ IndexArgs parse_index_args(const std::vector<std::string_view>& args) {
   IndexArgs out;
   out.options.cache = ds::CacheMode::rebuild;
   bool seen_format = false, seen_cache = false, seen_verify = false, seen_threads = false, files_only = false;
+  bool seen_dtype = false, seen_eos = false, seen_strict = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string_view arg = args[i];
     if (files_only || arg.empty() || arg[0] != '-' || arg == "-") {
@@ -66,19 +74,26 @@ IndexArgs parse_index_args(const std::vector<std::string_view>& args) {
     }
     const std::size_t eq = arg.find('=');
     const std::string_view name = arg.substr(0, eq);
-    const bool takes_value = name == "--format" || name == "--cache-dir" || name == "--threads";
-    if (!takes_value && name != "--verify") {
-      throw UsageError(fmt::format("unknown flag {} (index takes --format, --cache-dir, --verify and --threads)",
-                                   shown(name)));
+    const bool takes_value = name == "--format" || name == "--cache-dir" || name == "--threads" ||
+                             name == "--dtype" || name == "--eos";
+    if (!takes_value && name != "--verify" && name != "--strict") {
+      throw UsageError(fmt::format(
+          "unknown flag {} (index takes --format, --dtype, --eos, --cache-dir, --verify, --strict and --threads)",
+          shown(name)));
     }
-    bool& seen = name == "--format" ? seen_format : name == "--cache-dir" ? seen_cache
-                                                   : name == "--verify"  ? seen_verify
-                                                                         : seen_threads;
+    bool& seen = name == "--format"      ? seen_format
+                 : name == "--cache-dir" ? seen_cache
+                 : name == "--verify"    ? seen_verify
+                 : name == "--strict"    ? seen_strict
+                 : name == "--dtype"     ? seen_dtype
+                 : name == "--eos"       ? seen_eos
+                                         : seen_threads;
     if (seen) throw UsageError(fmt::format("{} given twice (give each flag at most once)", name));
     seen = true;
     if (!takes_value) {
-      if (eq != std::string_view::npos) throw UsageError(fmt::format("--verify takes no value (got {})", shown(arg)));
-      out.options.cache = ds::CacheMode::verify;
+      if (eq != std::string_view::npos) throw UsageError(fmt::format("{} takes no value (got {})", name, shown(arg)));
+      if (name == "--verify") out.options.cache = ds::CacheMode::verify;
+      else out.options.strict = true;
       continue;
     }
     std::string_view value;
@@ -91,8 +106,14 @@ IndexArgs parse_index_args(const std::vector<std::string_view>& args) {
     }
     if (name == "--format") {
       static const ds::ShardFormat formats[] = {ds::ShardFormat::jsonl, ds::ShardFormat::tar,
-                                                ds::ShardFormat::megatron, ds::ShardFormat::npy};
-      out.options.format = formats[parse_choice("--format", value, {"jsonl", "tar", "megatron", "npy"})];
+                                                ds::ShardFormat::megatron, ds::ShardFormat::npy, ds::ShardFormat::raw};
+      out.options.format = formats[parse_choice("--format", value, {"jsonl", "tar", "megatron", "npy", "raw"})];
+    } else if (name == "--dtype") {
+      const std::size_t which =
+          parse_choice("--dtype", value, {"uint8", "uint16", "uint32", "uint64", "int32", "int64"});
+      out.options.dtype = std::string(ds::raw_dtypes[which].name);
+    } else if (name == "--eos") {
+      out.options.eos = parse_number("--eos", value);
     } else if (name == "--cache-dir") {
       if (value.empty()) throw UsageError("--cache-dir \"\" is empty (expected a folder)");
       out.options.cache_dir = std::string(value);
@@ -105,6 +126,26 @@ IndexArgs parse_index_args(const std::vector<std::string_view>& args) {
     }
   }
   if (out.files.empty()) throw UsageError("no FILES given (expected one or more shard files)");
+  const bool raw = out.options.format == ds::ShardFormat::raw;
+  if (!raw && (seen_dtype || seen_eos)) {
+    throw UsageError(fmt::format("{} is for --format raw only (expected --format raw, or no {})",
+                                 seen_dtype ? "--dtype" : "--eos", seen_dtype ? "--dtype" : "--eos"));
+  }
+  if (raw && !seen_dtype) {
+    throw UsageError("--format raw needs --dtype, the token type (uint8, uint16, uint32, uint64, int32 or int64)");
+  }
+  if (raw && !seen_eos) throw UsageError("--format raw needs --eos, the end-of-document token id");
+  if (raw) {
+    const ds::RawDtype& d = *ds::find_raw_dtype(out.options.dtype);
+    if (*out.options.eos > d.max) {
+      throw UsageError(fmt::format("--eos {} is out of range for --dtype {} (expected 0 to {})", *out.options.eos,
+                                   d.name, d.max));
+    }
+  }
+  if (seen_strict) {
+    if (seen_verify) throw UsageError("--strict with --verify (--verify already refuses a stale index; give one)");
+    out.options.cache = ds::CacheMode::use;
+  }
   return out;
 }
 

@@ -875,7 +875,7 @@ expect 0 '^usage: distsampler index ' -- index --help
 refuse "$idx/p.txt" 'cannot tell the format from the extension ".txt"' index "$idx/p.txt"
 refuse "$idx/missing.jsonl" 'cannot open (No such file or directory)' index "$idx/p.jsonl" "$idx/missing.jsonl"
 refuse "$idx/p.txt" 'has no index at' index --verify --format jsonl "$idx/p.txt"
-refuse --format 'is unknown (expected jsonl, tar, megatron or npy)' index --format csv "$idx/p.jsonl"
+refuse --format 'is unknown (expected jsonl, tar, megatron, npy or raw)' index --format csv "$idx/p.jsonl"
 refuse FILES 'no FILES given' index
 refuse FILES 'no FILES given' index --threads 2
 refuse --threads 'too small (expected at least 1)' index --threads 0 "$idx/p.jsonl"
@@ -903,6 +903,47 @@ printf '\n{"c":4}\n' >>"$idx/p.jsonl"  # ends the last line, adds a fourth
 refuse "$idx/p.jsonl" 'changed after it was indexed (size 21 -> 30): rebuild the index' index --verify "$idx/p.jsonl"
 expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index "$idx/p.jsonl"
 expect 0 "verified$" -- index --verify "$idx/p.jsonl"
+# --strict keeps current indexes, builds missing ones and refuses a stale one; without it every index is rebuilt.
+expect 0 "^$idx/p.jsonl jsonl 4 records 30 bytes$" -- index --strict "$idx/p.jsonl"
+printf '5\n' >>"$idx/p.jsonl"
+refuse "$idx/p.jsonl" 'changed after it was indexed (size 30 -> 32): rebuild the index' index --strict "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 5 records 32 bytes$" -- index "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 5 records 32 bytes$" -- index --strict "$idx/p.jsonl"
+refuse --strict 'given twice' index --strict --strict "$idx/p.jsonl"
+refuse --strict '--strict with --verify' index --strict --verify "$idx/p.jsonl"
+refuse --strict 'takes no value' index --strict=yes "$idx/p.jsonl"
+# A rewrite of the same size and modification time passes --strict (it compares both) and not --verify.
+cp -p "$idx/p.jsonl" "$idx/p.keep"
+printf '{"a":1}\n{"b":2}\r\n\n[3]\n{"c":4}\n5\n' >"$idx/p.jsonl"  # 32 bytes, 5 records, other offsets
+touch -r "$idx/p.keep" "$idx/p.jsonl"
+expect 0 "^$idx/p.jsonl jsonl 5 records 32 bytes$" -- index --strict "$idx/p.jsonl"
+refuse "$idx/p.jsonl" 'does not match its index' index --verify "$idx/p.jsonl"
+# Raw token files: headerless token ids, a document ends with --eos (included); the tail after the last is one.
+printf '\005\000\000\000\006\000\000\000\000\000\000\000\007\000\000\000\000\000\000\000\011\000\000\000' \
+  >"$idx/tok.npy"  # uint32 5 6 0 7 0 9 with eos 0: [5 6 0] [7 0] [9]
+expect 0 "^$idx/tok.npy raw 3 records 24 bytes$" -- index --format raw --dtype uint32 --eos 0 "$idx/tok.npy"
+expect 0 "^total 1 files 3 records 24 bytes verified$" -- index --verify --format raw --dtype uint32 --eos 0 "$idx/tok.npy"
+expect 0 "^$idx/tok.npy raw 2 records 24 bytes$" -- index --format=raw --dtype=uint32 --eos=7 "$idx/tok.npy"
+refuse "$idx/tok.npy" 'has no index at' index --verify --format raw --dtype uint32 --eos 0 "$idx/tok.npy"
+expect 0 "^$idx/tok.npy raw 8 records 24 bytes$" -- index --format raw --dtype uint16 --eos 0 "$idx/tok.npy"
+expect 0 "^$idx/tok.npy raw 1 records 24 bytes$" -- index --format raw --dtype uint64 --eos 0 "$idx/tok.npy"
+refuse "$idx/tok.npy" 'wrong magic' index "$idx/tok.npy"
+refuse --dtype '--format raw needs --dtype, the token type (uint8, uint16, uint32, uint64, int32 or int64)' \
+  index --format raw --eos 0 "$idx/tok.npy"
+refuse --eos '--format raw needs --eos, the end-of-document token id' index --format raw --dtype uint32 "$idx/tok.npy"
+refuse --dtype '--dtype is for --format raw only (expected --format raw, or no --dtype)' \
+  index --format npy --dtype uint32 "$idx/tok.npy"
+refuse --eos '--eos is for --format raw only (expected --format raw, or no --eos)' index --eos 0 "$idx/tok.npy"
+refuse --eos '--eos 65536 is out of range for --dtype uint16 (expected 0 to 65535)' \
+  index --format raw --dtype uint16 --eos 65536 "$idx/tok.npy"
+refuse --eos '--eos 4294967296 is out of range for --dtype uint32 (expected 0 to 4294967295)' \
+  index --format raw --dtype uint32 --eos 4294967296 "$idx/tok.npy"
+refuse --dtype 'is unknown (expected uint8, uint16, uint32, uint64, int32 or int64)' \
+  index --format raw --dtype float32 --eos 0 "$idx/tok.npy"
+refuse --eos 'has a sign' index --format raw --dtype uint32 --eos -1 "$idx/tok.npy"
+head -c 10 "$idx/tok.npy" >"$idx/tok10.npy"
+refuse "$idx/tok10.npy" 'is 10 bytes, not a multiple of 4 (the size of a uint32 token): not a raw uint32 token file' \
+  index --format raw --dtype uint32 --eos 0 "$idx/tok10.npy"
 
 fi
 if part transcripts; then

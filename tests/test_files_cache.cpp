@@ -48,29 +48,59 @@ TEST_CASE("an index is cached beside its shard and read back from there", "[file
   CHECK(read == distsampler::index_file(path, distsampler::ShardFormat::jsonl));
 }
 
-TEST_CASE("a cached index of a changed shard is refused, naming the shard, until it is rebuilt", "[files][cache]") {
+TEST_CASE("a cached index of a changed shard is rebuilt and says which shard changed, strict refuses it",
+          "[files][cache]") {
   files_test::TempDir dir;
   const std::string path = dir.file("part-3.jsonl");
   files_test::write_bytes(path, std::string(1200, 'x') + "\n");
-  (void)distsampler::index_shard(path, cache_options(CacheMode::use));
+  const distsampler::ShardIndex first = distsampler::index_shard(path, cache_options(CacheMode::use));
+  CHECK(first.rebuilt_stale.empty());
+  IndexOptions strict = cache_options(CacheMode::use);
+  strict.strict = true;
   SECTION("a different size") {
     files_test::append_bytes(path, std::string(49, 'y') + "\n");
-    CHECK_THROWS_WITH(distsampler::index_shard(path, cache_options(CacheMode::use)),
+    CHECK_THROWS_WITH(distsampler::index_shard(path, strict),
                       "shard " + path + " changed after it was indexed (size 1201 -> 1251): rebuild the index");
     CHECK_THROWS_WITH(distsampler::index_shard(path, cache_options(CacheMode::verify)),
                       "shard " + path + " changed after it was indexed (size 1201 -> 1251): rebuild the index");
-    const distsampler::ShardIndex rebuilt = distsampler::index_shard(path, cache_options(CacheMode::rebuild));
+    const distsampler::ShardIndex rebuilt = distsampler::index_shard(path, cache_options(CacheMode::use));
+    CHECK_FALSE(rebuilt.from_cache);
     CHECK(rebuilt.num_records() == 2);
-    const distsampler::ShardIndex again = distsampler::index_shard(path, cache_options(CacheMode::use));
+    CHECK(rebuilt.rebuilt_stale == "shard " + path + " changed after it was indexed (size 1201 -> 1251)");
+    CHECK(rebuilt == distsampler::index_file(path, distsampler::ShardFormat::jsonl));
+    // Saved in place (no temporary file left beside it): the next run reads it, strict or not.
+    const distsampler::ShardIndex again = distsampler::index_shard(path, strict);
     CHECK(again.from_cache);
+    CHECK(again.rebuilt_stale.empty());
     CHECK(again.num_records() == 2);
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file() ? 1u : 0u;
+    CHECK(files == 2);
+    CHECK(distsampler::index_shard(path, cache_options(CacheMode::verify)).from_cache);
   }
   SECTION("the same size, another modification time") {
     const auto t = std::filesystem::last_write_time(path);
     std::filesystem::last_write_time(path, t + std::chrono::seconds(5));
-    CHECK_THROWS_WITH(distsampler::index_shard(path, cache_options(CacheMode::use)),
+    CHECK_THROWS_WITH(distsampler::index_shard(path, strict),
                       "shard " + path + " changed after it was indexed (modification time changed, size 1201): "
                                         "rebuild the index");
+    const distsampler::ShardIndex rebuilt = distsampler::index_shard(path, cache_options(CacheMode::use));
+    CHECK(rebuilt.rebuilt_stale ==
+          "shard " + path + " changed after it was indexed (modification time changed, size 1201)");
+    CHECK(distsampler::index_shard(path, strict).from_cache);
+  }
+  SECTION("over threads, each stale shard says so in its own index") {
+    const std::string other = dir.file("part-4.jsonl");
+    files_test::write_bytes(other, "1\n");
+    IndexOptions many = cache_options(CacheMode::use);
+    many.threads = 2;
+    (void)distsampler::index_shards({path, other}, many);
+    files_test::append_bytes(other, "2\n");
+    const auto got = distsampler::index_shards({path, other}, many);
+    CHECK(got[0].from_cache);
+    CHECK(got[0].rebuilt_stale.empty());
+    CHECK(got[1].rebuilt_stale == "shard " + other + " changed after it was indexed (size 2 -> 4)");
+    CHECK(got[1].num_records() == 2);
   }
 }
 
@@ -119,7 +149,7 @@ TEST_CASE("a cache folder keeps shards of the same name apart, and a damaged cac
   files_test::write_bytes(ib.cache_path, "DSSHIDX\n" + std::string(24, '\0'));
   CHECK_THROWS_WITH(distsampler::index_shard(b, cache_options(CacheMode::use, cache)),
                     "index cache " + ib.cache_path + " of shard " + b +
-                        " has index format version 0 (expected 2): rebuild the index");
+                        " has index format version 0 (expected 3): rebuild the index");
   CHECK(distsampler::index_shard(b, cache_options(CacheMode::rebuild, cache)).num_records() == 2);
   CHECK(distsampler::index_shard(b, cache_options(CacheMode::use, cache)).from_cache);
 }
@@ -141,8 +171,15 @@ TEST_CASE("a Megatron index is stale when its .bin changes", "[files][cache]") {
   CHECK(built.records == std::vector<distsampler::RecordSpan>{{0, 8}});
   CHECK(distsampler::index_shard(dir.file("m.bin"), cache_options(CacheMode::use)).from_cache);
   files_test::append_bytes(dir.file("m.bin"), "more");
-  CHECK_THROWS_WITH(distsampler::index_shard(dir.file("m.bin"), cache_options(CacheMode::use)),
+  IndexOptions strict = cache_options(CacheMode::use);
+  strict.strict = true;
+  CHECK_THROWS_WITH(distsampler::index_shard(dir.file("m.bin"), strict),
                     "shard " + dir.file("m.bin") + " changed after it was indexed (size 8 -> 12): rebuild the index");
+  // Rebuilt without strict: the .bin's 4 more bytes are not a whole int32 sequence past the .idx's, so the
+  // fresh index is the same record, and says the .bin changed.
+  const auto rebuilt = distsampler::index_shard(dir.file("m.bin"), cache_options(CacheMode::use));
+  CHECK(rebuilt.rebuilt_stale == "shard " + dir.file("m.bin") + " changed after it was indexed (size 8 -> 12)");
+  CHECK(rebuilt.records == std::vector<distsampler::RecordSpan>{{0, 8}});
 }
 
 TEST_CASE("index_shards gives the same indexes on 1 thread and on several, and the first file's error", "[files][cache]") {

@@ -52,6 +52,8 @@ py::dict to_dict(const ds::ShardIndex& x) {
   d["offsets"] = column(x.records, true);
   d["sizes"] = column(x.records, false);
   d["dtype"] = x.dtype;
+  d["eos"] = x.eos;
+  d["rebuilt_stale"] = x.rebuilt_stale;
   d["row_shape"] = x.row_shape;
   py::list keys;
   for (const std::string& key : x.keys) keys.append(member_name(key));
@@ -73,18 +75,22 @@ void register_files(py::module_& m) {
   m.def(
       "index_shards",
       [](const std::vector<std::string>& paths, const std::optional<std::string>& format, const std::string& cache_dir,
-         const std::string& cache, std::uint64_t threads) {
+         const std::string& cache, std::uint64_t threads, const std::string& dtype,
+         const std::optional<std::uint64_t>& eos, bool strict) {
         ds::IndexOptions o;
         if (format) {
           o.format = ds::parse_format(*format);
           if (!o.format) {
             throw ds::config_error("index_shards: format \"" + *format +
-                                   "\" is unknown (expected jsonl, tar, megatron or npy)");
+                                   "\" is unknown (expected jsonl, tar, megatron, npy or raw)");
           }
         }
         o.cache_dir = cache_dir;
         o.cache = cache_mode(cache);
         o.threads = threads;
+        o.dtype = dtype;
+        o.eos = eos;
+        o.strict = strict;
         std::vector<ds::ShardIndex> built;
         {
           py::gil_scoped_release release;
@@ -95,9 +101,11 @@ void register_files(py::module_& m) {
         return out;
       },
       py::arg("paths"), py::arg("format") = py::none(), py::arg("cache_dir") = "", py::arg("cache") = "use",
-      py::arg("threads") = 1,
+      py::arg("threads") = 1, py::arg("dtype") = "", py::arg("eos") = py::none(), py::arg("strict") = false,
       "Indexes shard files (C++ index_shards): a list of dicts with each file's record count, the records' byte "
-      "offsets and sizes (NumPy uint64 arrays) and what decoding needs.");
+      "offsets and sizes (NumPy uint64 arrays), what decoding needs, and rebuilt_stale: \"\" unless a stale cached "
+      "index was rebuilt (then which shard changed; strict=True refuses it instead). dtype and eos are format "
+      "raw's.");
 }
 
 }  // namespace distsampler_python

@@ -7,6 +7,7 @@ import os
 import re
 import struct
 import tarfile
+import warnings
 
 import numpy as np
 import pytest
@@ -181,7 +182,7 @@ def test_a_state_dict_resumes_the_epoch_with_the_unread_records(tmp_path):
     assert len(both) == 2 * (len(expected) // 2)  # drop: at most one record per rank left out
 
 
-def test_a_changed_shard_is_refused_until_rebuilt(tmp_path):
+def test_a_changed_shard_is_reindexed_with_one_warning_or_refused_when_strict(tmp_path):
     paths, _ = write_jsonl(str(tmp_path), [4, 4])
     assert ShardedDataset(paths, num_replicas=1, rank=0).record_counts == [4, 4]
     before = os.path.getsize(paths[1])
@@ -191,9 +192,27 @@ def test_a_changed_shard_is_refused_until_rebuilt(tmp_path):
     message = (f"ShardedDataset: shard {paths[1]} changed after it was indexed (size {before} -> {after}): "
                "rebuild the index (rebuild=True rebuilds it)")
     with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
-        ShardedDataset(paths, num_replicas=1, rank=0)
+        ShardedDataset(paths, num_replicas=1, rank=0, strict=True)
+    with pytest.warns(UserWarning) as caught:
+        ds = ShardedDataset(paths, num_replicas=1, rank=0, shuffle=False, tail="drop")
+    assert [str(w.message) for w in caught] == [
+        f"ShardedDataset: shard {paths[1]} changed after it was indexed (size {before} -> {after}): its index was "
+        "rebuilt (strict=True refuses a changed shard instead)"]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    assert ds.record_counts == [4, 5]
+    assert {"id": 99} in list(ds)
+    # Saved: the next dataset reads it, strict or not, without a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ShardedDataset(paths, num_replicas=1, rank=0, strict=True).record_counts == [4, 5]
+        assert ShardedDataset(paths, num_replicas=1, rank=0).record_counts == [4, 5]
+    assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
     assert ShardedDataset(paths, num_replicas=1, rank=0, rebuild=True).record_counts == [4, 5]
-    assert ShardedDataset(paths, num_replicas=1, rank=0).record_counts == [4, 5]
+    for bad, text in ((dict(strict=1), "strict 1 is not a bool (expected True or False)"),
+                      (dict(strict=True, rebuild=True), "strict=True with rebuild=True"),
+                      (dict(strict=True, cache=False), "strict=True with cache=False")):
+        with pytest.raises(ConfigError, match=re.escape(f"ShardedDataset: {text}")):
+            ShardedDataset(paths, num_replicas=1, rank=0, **bad)
 
 
 def test_malformed_files_are_refused_naming_the_file(tmp_path):
@@ -222,8 +241,8 @@ def test_malformed_files_are_refused_naming_the_file(tmp_path):
                             "single path in a list)"),
     (dict(paths=[]), "ShardedDataset: paths is empty (expected at least one shard file)"),
     (dict(paths=["a.jsonl", 3]), "ShardedDataset: paths[1] 3 is not a path (expected a str or os.PathLike)"),
-    (dict(format="csv"), "ShardedDataset: format 'csv' is unknown (expected None, \"jsonl\", \"tar\", \"megatron\" "
-                         "or \"npy\")"),
+    (dict(format="csv"), "ShardedDataset: format 'csv' is unknown (expected None, \"jsonl\", \"tar\", \"megatron\", "
+                         "\"npy\" or \"raw\")"),
     (dict(decode=3), "ShardedDataset: decode 3 is not callable (expected a function of one record, or None)"),
     (dict(return_padding=False), "ShardedDataset: return_padding=False with tail=\"pad\" would repeat records "
                                  "silently"),

@@ -1,6 +1,7 @@
 # Tests of StreamDataset: shard files of unknown size through distsampler.torch.DataLoader, filters, packing, resume.
 # SPDX-License-Identifier: MIT
 import json
+import re
 
 import pytest
 import torch
@@ -176,6 +177,10 @@ def test_sizes_that_would_never_fill_or_fit_are_refused_before_a_read(shards):
         StreamDataset(shards, num_replicas=2**24, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="format 'csv' is unknown"):
         StreamDataset(shards, format="csv", num_replicas=1, rank=0, micro_batch=1)
+    with pytest.raises(distsampler.ConfigError, match=re.escape(
+            "StreamDataset: format 'raw' is not read without an index (a raw token file's documents are found by "
+            "scanning it for eos; expected ShardedDataset(paths, format=\"raw\", dtype=, eos=) or raw_documents)")):
+        StreamDataset(shards, format="raw", num_replicas=1, rank=0, micro_batch=1)
     with pytest.raises(distsampler.ConfigError, match="batch_size=4 with a StreamDataset"):
         DataLoader(StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1), batch_size=4)
     ds = StreamDataset(shards, num_replicas=1, rank=0, micro_batch=1, seed=2)

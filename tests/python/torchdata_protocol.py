@@ -238,3 +238,144 @@ class StatefulLoader:
         self.made_for_state = False
         if state_dict:
             self.next_iter_state = state_dict
+
+
+class _WorkerInfo:
+    def __init__(self, id, num_workers):
+        self.id, self.num_workers = id, num_workers
+
+
+class _InWorker:
+    """Runs calls as DataLoader worker `id` of `num_workers` would: ``get_worker_info()`` says so."""
+
+    def __init__(self, id, num_workers):
+        self.info = _WorkerInfo(id, num_workers)
+
+    def __enter__(self):
+        import torch.utils.data
+
+        self.saved = torch.utils.data.get_worker_info
+        torch.utils.data.get_worker_info = lambda: self.info
+        return self
+
+    def __exit__(self, *exc):
+        import torch.utils.data
+
+        torch.utils.data.get_worker_info = self.saved
+
+
+def _shared_tensors(obj, memo, depth=0):
+    """Every shared-memory tensor among obj's attributes (a few levels down), mapped to itself."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        if obj.is_shared():
+            memo[id(obj)] = obj
+        return
+    if depth < 4:
+        for value in getattr(obj, "__dict__", {}).values():
+            _shared_tensors(value, memo, depth + 1)
+
+
+def worker_copy(dataset):
+    """The dataset as a DataLoader worker gets it: a deep copy (a pickle), its shared-memory
+    tensors shared (as torch passes them to a worker by handle)."""
+    import copy
+
+    memo = {}
+    _shared_tensors(dataset, memo)
+    return copy.deepcopy(dataset, memo)
+
+
+class _DatasetIterator:
+    """A pass over an IterableDataset as torchdata's iterators make it: without workers the
+    dataset itself (loaded with the saved dataset state, then ``iter()``); with workers one copy
+    of the dataset per worker (``worker_copy``: the copies share what a pickle to a worker shares),
+    each loaded with its own saved state inside that worker, then ``iter()`` there; the batches
+    come from the workers in turn, each worker's state taken after each of its batches (and the
+    turn kept in the loader's state: a restore asks the same worker next)."""
+
+    def __init__(self, loader, state):
+        self.loader, self.batch_size = loader, loader.batch_size
+        n = loader.num_workers
+        self.finished = False
+        if n == 0:
+            if state is not None and is_stateful(loader.dataset) and state["dataset"] is not None:
+                loader.dataset.load_state_dict(state["dataset"])
+            self.parts = [(None, iter(loader.dataset))]
+        else:
+            self.copies = [worker_copy(loader.dataset) for _ in range(n)]
+            self.worker_states = [None] * n
+            self.parts = []
+            for w, ds in enumerate(self.copies):
+                with _InWorker(w, n):
+                    if state is not None and state["workers"][w] is not None:
+                        ds.load_state_dict(state["workers"][w])
+                        self.worker_states[w] = state["workers"][w]
+                    self.parts.append((w, iter(ds)))
+        self.turn = 0
+        self.live = list(range(len(self.parts)))
+        if state is not None:
+            self.finished = state["finished"]
+            self.turn = state.get("turn", 0)  # the worker whose batch comes next, as torchdata keeps it
+
+    def reset(self):
+        """Persistent workers: the same copies start their next pass."""
+        n = self.loader.num_workers
+        self.parts = []
+        for w, ds in enumerate(self.copies):
+            with _InWorker(w, n):
+                self.parts.append((w, iter(ds)))
+        self.turn, self.live, self.finished = 0, list(range(n)), False
+
+    def _draw(self, i):
+        w, it = self.parts[i]
+        batch = []
+        ctx = _InWorker(w, self.loader.num_workers) if w is not None else None
+        if ctx:
+            ctx.__enter__()
+        try:
+            for _ in range(self.batch_size):
+                try:
+                    batch.append(next(it))
+                except StopIteration:
+                    break
+            if w is not None:
+                self.worker_states[w] = self.copies[w].state_dict()
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+        return batch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        while self.live:
+            i = self.live[self.turn % len(self.live)]
+            batch = self._draw(i)
+            if batch:
+                self.turn += 1
+                return batch
+            self.live.remove(i)
+        self.finished = True
+        raise StopIteration
+
+    def state_dict(self):
+        if self.loader.num_workers == 0:
+            return {"dataset": serialize(self.loader.dataset), "finished": self.finished}
+        return {"workers": list(self.worker_states), "finished": self.finished, "turn": self.turn}
+
+
+class StatefulDatasetLoader(StatefulLoader):
+    """``StatefulDataLoader(iterable_dataset, batch_size=..., num_workers=...)``: batches of what
+    the dataset yields; ``state_dict``/``load_state_dict`` and ``iter()`` as ``StatefulLoader``
+    (a state applied when the next iterator is made, a restored finished iteration dropped)."""
+
+    def __init__(self, dataset, batch_size=1, num_workers=0, persistent_workers=False):
+        super().__init__(batch_sampler=[], num_workers=num_workers, persistent_workers=persistent_workers)
+        self.dataset, self.batch_size = dataset, batch_size
+
+    def _get_iterator(self):
+        state, self.next_iter_state = self.next_iter_state, None
+        return _DatasetIterator(self, state)

@@ -8,6 +8,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -17,26 +18,32 @@
 #include "jsonl.hpp"
 #include "megatron.hpp"
 #include "npy.hpp"
+#include "raw.hpp"
 #include "shard_index.hpp"
 #include "tar.hpp"
 
 DISTSAMPLER_NAMESPACE_BEGIN
 
-/// Indexes one shard file in the given format, without any cache. Throws what the format's
+/// Indexes one shard file in the given format, without any cache; `dtype` and `eos` are a raw
+/// token file's (index_raw) and ignored for the other formats. Throws what the format's
 /// indexer throws (config_error naming the file).
-[[nodiscard]] inline ShardIndex index_file(const std::string& path, ShardFormat format) {
+[[nodiscard]] inline ShardIndex index_file(const std::string& path, ShardFormat format, std::string_view dtype = {},
+                                           std::uint64_t eos = 0) {
   switch (format) {
     case ShardFormat::jsonl: return index_jsonl(path);
     case ShardFormat::tar: return index_tar(path);
     case ShardFormat::megatron: return index_megatron(path);
     case ShardFormat::npy: return index_npy(path);
+    case ShardFormat::raw: return index_raw(path, dtype, eos);
   }
   detail::throw_config_error("index_file: unknown format code " + std::to_string(static_cast<int>(format)));
 }
 
 /// How index_shards uses the cache:
-/// - `use`: read a cached index when there is one (refused when its shard changed since),
-///   else build the index and save it;
+/// - `use`: read a cached index when there is one, else build the index and save it; a
+///   cached index whose shard changed since (size or modification time) is built again and
+///   saved in its place, the result's `rebuilt_stale` saying which shard changed, or with
+///   IndexOptions::strict refused;
 /// - `rebuild`: build every index again and save it (the answer to a stale index);
 /// - `verify`: check that each shard has a cached index that is fresh and equal to one
 ///   built now, writing nothing (a shard without one, or with a stale or different one,
@@ -54,18 +61,60 @@ struct IndexOptions {
   /// Threads indexing files in parallel, at least 1; with 1 everything runs in the calling
   /// thread and no thread is started.
   std::uint64_t threads = 1;
+  /// Format raw only, and then both required: the token type (raw_dtypes: "uint16",
+  /// "uint32", ...) and the end-of-document token id.
+  std::string dtype;
+  std::optional<std::uint64_t> eos;
+  /// Under CacheMode::use, refuse a stale cached index ("... changed after it was indexed
+  /// (...): rebuild the index") instead of building it again.
+  bool strict = false;
 };
 
+/// Checks options' dtype and eos against its format: both given, and valid, for raw; neither
+/// for another format or for formats from extensions (raw is never one). Throws config_error
+/// "index_shards: ..." naming the option.
+inline void check_index_options(const IndexOptions& options) {
+  const bool raw = options.format == ShardFormat::raw;
+  if (raw) {
+    if (options.dtype.empty()) {
+      detail::throw_config_error("index_shards: format raw needs a dtype, the token type (" +
+                                 std::string(raw_dtype_names) + ")");
+    }
+    if (!options.eos) {
+      detail::throw_config_error("index_shards: format raw needs eos, the end-of-document token id");
+    }
+    (void)check_raw_options("index_shards", options.dtype, *options.eos);
+    return;
+  }
+  const std::string formats = options.format ? "the format is " + std::string(format_name(*options.format))
+                                             : "the formats come from the extensions";
+  if (!options.dtype.empty()) {
+    detail::throw_config_error("index_shards: dtype \"" + options.dtype + "\" is for format raw only (" + formats +
+                               ")");
+  }
+  if (options.eos) {
+    detail::throw_config_error("index_shards: eos " + std::to_string(*options.eos) + " is for format raw only (" +
+                               formats + ")");
+  }
+}
+
 /// One shard's index under `options` (see CacheMode); the result says whether it came from
-/// the cache (`from_cache`) and which cache file (`cache_path`). Throws config_error naming
-/// the file: the format's faults, an unknown extension, a stale or damaged cache, a cache
-/// that cannot be written, and under `verify` a missing or different cached index.
+/// the cache (`from_cache`), which cache file (`cache_path`) and whether a stale cached
+/// index was rebuilt (`rebuilt_stale`). Throws config_error naming the file: the format's
+/// faults, an unknown extension, a damaged cache, a cache that cannot be written, a stale
+/// cache under `verify` or `strict`, and under `verify` a missing or different cached
+/// index; and naming the option for check_index_options's faults.
 [[nodiscard]] inline ShardIndex index_shard(const std::string& path, const IndexOptions& options) {
+  check_index_options(options);
   const ShardFormat format = options.format ? *options.format : format_from_extension(path);
-  if (options.cache == CacheMode::off) return index_file(path, format);
+  const std::uint64_t eos = options.eos ? *options.eos : 0;
+  if (options.cache == CacheMode::off) return index_file(path, format, options.dtype, eos);
   const std::string cache_path = index_cache_path(path, options.cache_dir);
+  std::string stale;
   if (options.cache == CacheMode::use || options.cache == CacheMode::verify) {
-    std::optional<ShardIndex> cached = load_index(path, cache_path);
+    const bool tolerate = options.cache == CacheMode::use && !options.strict;
+    std::optional<ShardIndex> cached =
+        load_index(path, cache_path, index_cache_key(path, format, options.dtype, eos), tolerate ? &stale : nullptr);
     if (cached && cached->format != format) {
       detail::throw_config_error("index cache " + cache_path + " of shard " + path + " holds a " +
                                  std::string(format_name(cached->format)) + " index, not " +
@@ -74,11 +123,11 @@ struct IndexOptions {
     if (options.cache == CacheMode::use && cached) return std::move(*cached);
     if (options.cache == CacheMode::verify) {
       if (!cached) {
-        (void)index_file(path, format);  // a missing or malformed shard is the fault to name first
+        (void)index_file(path, format, options.dtype, eos);  // a missing or malformed shard is the fault to name first
         detail::throw_config_error("shard " + path + " has no index at " + cache_path +
                                    " (expected one to verify): index it first");
       }
-      ShardIndex fresh = index_file(path, format);
+      ShardIndex fresh = index_file(path, format, options.dtype, eos);
       if (fresh != *cached) {
         detail::throw_config_error("shard " + path + " does not match its index " + cache_path + " (" +
                                    std::to_string(fresh.num_records()) + " records now, " +
@@ -87,9 +136,11 @@ struct IndexOptions {
       return std::move(*cached);
     }
   }
-  ShardIndex built = index_file(path, format);
+  // Saved under a temporary name and renamed: a reader never sees half of the rebuilt index.
+  ShardIndex built = index_file(path, format, options.dtype, eos);
   save_index(built, cache_path);
   built.cache_path = cache_path;
+  built.rebuilt_stale = std::move(stale);
   return built;
 }
 
@@ -97,12 +148,14 @@ struct IndexOptions {
 /// over options.threads threads (parallel over files: each file is read by one thread).
 /// The result does not depend on the thread count. When several files fail, the error of
 /// the first of them in `paths` is thrown, after every thread has finished.
-/// Throws config_error for threads 0 and whatever index_shard throws.
+/// Throws config_error for threads 0, check_index_options's faults (before any file is
+/// read) and whatever index_shard throws.
 [[nodiscard]] inline std::vector<ShardIndex> index_shards(const std::vector<std::string>& paths,
                                                           const IndexOptions& options = {}) {
   if (options.threads == 0) {
     detail::throw_config_error("index_shards: threads 0 is out of range (expected at least 1)");
   }
+  check_index_options(options);
   std::vector<ShardIndex> out(paths.size());
   if (options.threads == 1 || paths.size() <= 1) {
     for (std::size_t i = 0; i < paths.size(); ++i) out[i] = index_shard(paths[i], options);

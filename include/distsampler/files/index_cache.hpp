@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -29,6 +30,16 @@ DISTSAMPLER_NAMESPACE_BEGIN
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);
   return (ec ? std::filesystem::path(path) : abs).lexically_normal().string();
+}
+
+/// The key of an index in `format`: the path's key, and for a raw token file also its dtype
+/// and eos ("<key>\nraw uint32 eos 50279"), so an index built with other options is another
+/// index (rebuilt, never read as this one).
+[[nodiscard]] inline std::string index_cache_key(const std::string& path, ShardFormat format, std::string_view dtype,
+                                                 std::uint64_t eos) {
+  std::string key = index_cache_key(path);
+  if (format == ShardFormat::raw) key += "\nraw " + std::string(dtype) + " eos " + std::to_string(eos);
+  return key;
 }
 
 /// Where the index of `path` is cached: "<path>.dsidx" beside the shard when `cache_dir` is
@@ -56,7 +67,8 @@ inline void save_index(const ShardIndex& index, const std::string& cache_path) {
   const fs::path parent = fs::path(cache_path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) fail(ec.message());
-  const std::string bytes = files_detail::encode_index(index, index_cache_key(index.path));
+  const std::string bytes =
+      files_detail::encode_index(index, index_cache_key(index.path, index.format, index.dtype, index.eos));
   // A name of its own per writer: several ranks may index the same shard at once.
   const std::uint64_t tag = files_detail::checksum(
       std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + ":" +
@@ -77,13 +89,17 @@ inline void save_index(const ShardIndex& index, const std::string& cache_path) {
   }
 }
 
-/// Reads the index cached at `cache_path` for the shard `path`. Returns nullopt when there is
-/// no such file or it was written for another shard (a different key). Throws config_error
-/// naming the cache file when it is damaged or of another format version, and naming the
-/// shard, in the form "shard data/part-3.jsonl changed after it was indexed (size 1200 ->
-/// 1250): rebuild the index", when a file the index was built from has another size or
-/// modification time now.
-[[nodiscard]] inline std::optional<ShardIndex> load_index(const std::string& path, const std::string& cache_path) {
+/// Reads the index cached at `cache_path` for the shard `path` under `key` (index_cache_key;
+/// "" for index_cache_key(path)). Returns nullopt when there is no such file or it was
+/// written under another key (another shard, or a raw file's other dtype or eos). Throws
+/// config_error naming the cache file when it is damaged or of another format version.
+/// When a file the index was built from has another size or modification time now, the
+/// index is stale: with `stale` null, throws config_error naming the shard, in the form
+/// "shard data/part-3.jsonl changed after it was indexed (size 1200 -> 1250): rebuild the
+/// index"; with `stale` given, sets *stale to that message without its ": rebuild the index"
+/// and returns nullopt.
+[[nodiscard]] inline std::optional<ShardIndex> load_index(const std::string& path, const std::string& cache_path,
+                                                          const std::string& key = {}, std::string* stale = nullptr) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(cache_path, ec)) return std::nullopt;
@@ -102,7 +118,7 @@ inline void save_index(const ShardIndex& index, const std::string& cache_path) {
     detail::throw_config_error("index cache " + cache_path + " of shard " + path + " " + d.error +
                                ": rebuild the index");
   }
-  if (d.key != index_cache_key(path)) return std::nullopt;
+  if (d.key != (key.empty() ? index_cache_key(path) : key)) return std::nullopt;
   // The sources as this caller names them (the cache may have been written from another folder).
   std::vector<std::string> current{path};
   if (d.index.format == ShardFormat::megatron) {
@@ -120,15 +136,18 @@ inline void save_index(const ShardIndex& index, const std::string& cache_path) {
     const FileStamp& then = d.index.sources[i];
     const FileStamp now = files_detail::stamp_of(current[i]);
     d.index.sources[i].path = current[i];
+    std::string changed;
     if (now.size != then.size) {
-      detail::throw_config_error("shard " + now.path + " changed after it was indexed (size " +
-                                 std::to_string(then.size) + " -> " + std::to_string(now.size) +
-                                 "): rebuild the index");
+      changed = "shard " + now.path + " changed after it was indexed (size " + std::to_string(then.size) + " -> " +
+                std::to_string(now.size) + ")";
+    } else if (now.mtime != then.mtime) {
+      changed = "shard " + now.path + " changed after it was indexed (modification time changed, size " +
+                std::to_string(now.size) + ")";
     }
-    if (now.mtime != then.mtime) {
-      detail::throw_config_error("shard " + now.path +
-                                 " changed after it was indexed (modification time changed, size " +
-                                 std::to_string(now.size) + "): rebuild the index");
+    if (!changed.empty()) {
+      if (stale == nullptr) detail::throw_config_error(changed + ": rebuild the index");
+      *stale = std::move(changed);
+      return std::nullopt;
     }
   }
   d.index.path = path;

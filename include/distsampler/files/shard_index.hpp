@@ -1,4 +1,4 @@
-// distsampler files: the index of one shard file (its records' byte ranges) and the four formats it reads.
+// distsampler files: the index of one shard file (its records' byte ranges) and the five formats it reads.
 // SPDX-License-Identifier: MIT
 #ifndef DISTSAMPLER_FILES_SHARD_INDEX_HPP
 #define DISTSAMPLER_FILES_SHARD_INDEX_HPP
@@ -20,7 +20,9 @@ DISTSAMPLER_NAMESPACE_BEGIN
 ///   sharing a key (the member name up to the first dot of its base name).
 /// - `megatron`: a Megatron indexed dataset (`.idx` + `.bin`); a record is a sequence.
 /// - `npy`: a NumPy `.npy` array; a record is a row along axis 0.
-enum class ShardFormat : std::uint8_t { jsonl = 1, tar = 2, megatron = 3, npy = 4 };
+/// - `raw`: a headerless array of token ids of a given dtype; a record is a document, the
+///   tokens up to and including an end-of-document token (`eos`). Never from an extension.
+enum class ShardFormat : std::uint8_t { jsonl = 1, tar = 2, megatron = 3, npy = 4, raw = 5 };
 
 /// The format's name as the CLI and Python spell it: "jsonl", "tar", "megatron", "npy".
 [[nodiscard]] constexpr std::string_view format_name(ShardFormat f) noexcept {
@@ -29,13 +31,15 @@ enum class ShardFormat : std::uint8_t { jsonl = 1, tar = 2, megatron = 3, npy = 
     case ShardFormat::tar: return "tar";
     case ShardFormat::megatron: return "megatron";
     case ShardFormat::npy: return "npy";
+    case ShardFormat::raw: return "raw";
   }
   return "unknown";
 }
 
-/// The format named `name` ("jsonl", "tar", "megatron" or "npy"); nullopt for any other text.
+/// The format named `name` ("jsonl", "tar", "megatron", "npy" or "raw"); nullopt for any other text.
 [[nodiscard]] constexpr std::optional<ShardFormat> parse_format(std::string_view name) noexcept {
-  for (const ShardFormat f : {ShardFormat::jsonl, ShardFormat::tar, ShardFormat::megatron, ShardFormat::npy}) {
+  for (const ShardFormat f :
+       {ShardFormat::jsonl, ShardFormat::tar, ShardFormat::megatron, ShardFormat::npy, ShardFormat::raw}) {
     if (format_name(f) == name) return f;
   }
   return std::nullopt;
@@ -56,7 +60,7 @@ enum class ShardFormat : std::uint8_t { jsonl = 1, tar = 2, megatron = 3, npy = 
   detail::throw_config_error("shard " + std::string(path) + ": cannot tell the format from the extension \"" +
                              std::string(ext) +
                              "\" (expected .jsonl, .ndjson, .tar, .idx, .bin or .npy, or name the format: "
-                             "jsonl, tar, megatron or npy)");
+                             "jsonl, tar, megatron, npy, or raw with its dtype and eos)");
 }
 
 /// A file an index was built from, as it was then: its path, size in bytes and
@@ -115,23 +119,29 @@ struct ShardIndex {
   std::vector<std::string> keys;
   std::vector<std::uint64_t> member_begin;
   std::vector<TarMember> members;
-  /// megatron: the token type's NumPy name ("uint16", "int32", ...); npy: the descr ("<f4").
+  /// megatron and raw: the token type's NumPy name ("uint16", "int32", ...); npy: the descr ("<f4").
   std::string dtype;
+  /// raw: the end-of-document token id; 0 for the other formats.
+  std::uint64_t eos = 0;
   /// npy: the shape of one row (the array's shape without axis 0); megatron: empty.
   std::vector<std::uint64_t> row_shape;
   /// Where the index came from (not saved): the cache file used ("" without a cache) and
   /// whether it was read from there rather than built from the shard.
   std::string cache_path;
   bool from_cache = false;
+  /// Not saved either: "" unless the cached index was stale and this one was built in its
+  /// place (CacheMode::use without `strict`); then which shard changed and how, as
+  /// "shard data/part-3.jsonl changed after it was indexed (size 1200 -> 1250)".
+  std::string rebuilt_stale;
 
   [[nodiscard]] std::uint64_t num_records() const noexcept { return records.size(); }
 
-  /// Same shard, same records: every saved field equal (cache_path and from_cache ignored).
+  /// Same shard, same records: every saved field equal (cache_path, from_cache and rebuilt_stale ignored).
   friend bool operator==(const ShardIndex& a, const ShardIndex& b) {
     return a.path == b.path && a.format == b.format && a.data_path == b.data_path && a.data_size == b.data_size &&
            a.sources == b.sources && a.records == b.records && a.keys == b.keys &&
            a.member_begin == b.member_begin && a.members == b.members && a.dtype == b.dtype &&
-           a.row_shape == b.row_shape;
+           a.eos == b.eos && a.row_shape == b.row_shape;
   }
   friend bool operator!=(const ShardIndex& a, const ShardIndex& b) { return !(a == b); }
 };

@@ -21,7 +21,8 @@
 - ``PackedSequenceSampler``: fixed-length sequences packed from variable-length documents
   (concat or best-fit), equal steps on every rank, exact elastic resume;
   ``PackedSequenceDataset`` and ``collate_packed`` turn its pieces into tensors,
-  ``read_megatron_index`` / ``megatron_tokens`` / ``megatron_documents`` read a Megatron indexed dataset.
+  ``read_megatron_index`` / ``megatron_tokens`` / ``megatron_documents`` read a Megatron indexed dataset,
+  ``raw_documents`` a raw token file's documents.
 - ``DistributedWeightedRandomSampler``: torch's ``WeightedRandomSampler``, split over ranks.
 - ``DataLoader``: torch's ``DataLoader`` over these samplers whose ``state_dict`` names
   the batches the training loop received (never what workers prefetched).
@@ -48,7 +49,7 @@ from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
 from .packing import (MegatronIndex, PackedSequenceDataset, PackedSequenceSampler, collate_packed, megatron_documents,
-                      megatron_tokens, read_megatron_index)
+                      megatron_tokens, raw_documents, read_megatron_index)
 from .sampler import DistributedSampler
 from .shards import ScheduledShard, ShardSample, ShardStream
 from .sharded import ShardedDataset, ShardedItem
@@ -78,6 +79,7 @@ __all__ = [
     "read_megatron_index",
     "megatron_tokens",
     "megatron_documents",
+    "raw_documents",
     "MegatronIndex",
     "StreamDataset",
     "StreamPacker",

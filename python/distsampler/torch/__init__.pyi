@@ -12,6 +12,7 @@ from .packing import (
     collate_packed as collate_packed,
     megatron_documents as megatron_documents,
     megatron_tokens as megatron_tokens,
+    raw_documents as raw_documents,
     read_megatron_index as read_megatron_index,
 )
 from .sampler import DistributedSampler as DistributedSampler

@@ -13,7 +13,8 @@ A record is what both datasets yield: JSON Lines, ``json.loads`` of a non-empty 
 (WebDataset layout), ``{suffix: bytes, ..., "__key__": key}`` of the consecutive members
 sharing a key, named as WebDataset names them (``webdataset_name``); ``.npy``, a row along
 axis 0 (a NumPy array of the file's dtype, byte order and string width included; 0-d for a
-1-D file); Megatron, a sequence's tokens (uint16 widened to int32, which torch converts).
+1-D file); Megatron, a sequence's tokens (uint16 widened to int32, which torch converts);
+raw token files, a document's tokens, its end-of-document token included, in the file's dtype.
 
 No file is memory-mapped: a file truncated under a memory map kills the process (SIGBUS)
 on the next read of a lost page. Every read goes through a ``ShardFile``, which checks the
@@ -22,7 +23,10 @@ file's size, modification time and inode against what they were when the dataset
 """
 
 import json
+import operator
 import os
+import warnings
+
 import numpy as np
 
 from .. import _core
@@ -327,7 +331,66 @@ class _NpyRows:
         self.file.close()
 
 
-READERS = {"jsonl": _Jsonl, "tar": _Tar, "npy": _Npy, "megatron": _Megatron}
+# The token types of raw token files (the C++ index's raw_dtypes), and the largest id each holds.
+RAW_DTYPES = {"uint8": 255, "uint16": 65535, "uint32": (1 << 32) - 1, "uint64": (1 << 64) - 1,
+              "int32": (1 << 31) - 1, "int64": (1 << 63) - 1}
+_RAW_NAMES = "uint8, uint16, uint32, uint64, int32 or int64"
+
+
+def raw_options(who, fmt, dtype, eos):
+    """``(dtype name, eos)`` of a raw token file as the index takes them (``("", None)`` for the other
+    formats), checked with messages naming ``format``, ``dtype`` and ``eos``: both required for
+    ``format="raw"``, neither for another; ``dtype`` a little-endian (or native) integer type of
+    ``RAW_DTYPES`` given as a name or a NumPy dtype; ``eos`` an int in its range."""
+    if fmt != "raw":
+        for name, value in (("dtype", dtype), ("eos", eos)):
+            if value is not None:
+                raise ConfigError(f'{who}: {name}={value!r} is for format="raw" only (format is {fmt!r}; expected '
+                                  f'format="raw", or no {name})')
+        return "", None
+    if dtype is None:
+        raise ConfigError(f'{who}: format="raw" needs dtype=, the token type ({_RAW_NAMES})')
+    if eos is None:
+        raise ConfigError(f'{who}: format="raw" needs eos=, the end-of-document token id')
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.name not in RAW_DTYPES or dt.byteorder == ">" or (dt.byteorder == "=" and
+                                                                          np.little_endian is False):
+        raise ConfigError(f"{who}: dtype {dtype!r} is not a token type of raw token files (expected {_RAW_NAMES}, "
+                          "little-endian)")
+    if isinstance(eos, bool):
+        raise ConfigError(f"{who}: eos {eos!r} is a bool (expected the end-of-document token id, an int)")
+    try:
+        eos = operator.index(eos)
+    except TypeError:
+        raise ConfigError(f"{who}: eos {eos!r} is not an integer (expected the end-of-document token id)") from None
+    if not 0 <= eos <= RAW_DTYPES[dt.name]:
+        raise ConfigError(f"{who}: eos {eos} is out of range for dtype {dt.name} (expected 0 to "
+                          f"{RAW_DTYPES[dt.name]})")
+    return dt.name, eos
+
+
+def warn_rebuilt(who, indexes):
+    """One warning per index built again because its shard changed since it was cached."""
+    for x in indexes:
+        if x["rebuilt_stale"]:
+            warnings.warn(f"{who}: {x['rebuilt_stale']}: its index was rebuilt (strict=True refuses a changed "
+                          "shard instead)", stacklevel=3)
+
+
+class _Raw:
+    @staticmethod
+    def indexed(x, offset, file):
+        start, size = int(x["offsets"][offset]), int(x["sizes"][offset])
+        return np.frombuffer(bytearray(file.read(start, size)), dtype=np.dtype(x["dtype"]).newbyteorder("<"))
+
+    scan = None
+    random = None
+
+
+READERS = {"jsonl": _Jsonl, "tar": _Tar, "npy": _Npy, "megatron": _Megatron, "raw": _Raw}
 
 
 class SequentialReader:

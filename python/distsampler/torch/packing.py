@@ -10,7 +10,7 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _flag, _index, _options, _positive, _seed64, _unsigned
-from ._readers import ShardFile, file_identity
+from ._readers import ShardFile, file_identity, raw_options, warn_rebuilt
 from .batch import _StepSampler
 from .tokens import _token_lengths
 
@@ -158,6 +158,42 @@ def megatron_documents(prefix):
         raise ConfigError(f"{where} has a document of {int(lengths.max())} tokens (expected at most 4294967295)")
     firsts = np.append(offsets, np.int64(tokens.size))[docs[:-1]]
     return tokens, firsts.astype(np.int64), lengths.astype(np.uint32)
+
+
+def raw_documents(path, dtype, eos, *, cache_dir=None, cache=True, strict=False):
+    """``(tokens, offsets, lengths)`` of the raw token file ``path`` (headerless little-endian token
+    ids of ``dtype``, documents ending with the token ``eos``, as OLMo's ``.npy``-named token files
+    are): the file's tokens as ``megatron_tokens`` gives a .bin's (slices of ``dtype`` read by
+    positioned reads, never a memory map; empty for an empty file), each document's first token (int64) and its token count, its ``eos`` included (uint32). The
+    documents are found once by the C++ index and cached as ``ShardedDataset`` caches them
+    (beside the file or in ``cache_dir``; ``cache=False`` keeps it in memory; a stale cached
+    index is built again with a warning, or refused with ``strict=True``).
+    ``PackedSequenceSampler(lengths, ...)`` with ``PackedSequenceDataset(tokens, offsets)`` packs
+    the documents. ``ConfigError`` naming the argument or the file."""
+    who = "raw_documents"
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"{who}: path {path!r} is not a path (expected a str or os.PathLike)")
+    name, eos = raw_options(who, "raw", dtype, eos)
+    if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+        raise ConfigError(f"{who}: cache_dir {cache_dir!r} is not a path (expected None, a str or os.PathLike)")
+    if not isinstance(strict, bool) or not isinstance(cache, bool):
+        raise ConfigError(f"{who}: cache {cache!r} and strict {strict!r} must be bools (expected True or False)")
+    if strict and not cache:
+        raise ConfigError(f"{who}: strict=True with cache=False (no cached index is read; expected one of them)")
+    try:
+        x = _core.index_shards([os.fsdecode(os.fspath(path))], "raw",
+                               os.fsdecode(os.fspath(cache_dir)) if cache_dir else "", "use" if cache else "off", 1,
+                               dtype=name, eos=eos, strict=strict)[0]
+    except ConfigError as e:
+        raise ConfigError(f"{who}: {e}") from None
+    warn_rebuilt(who, [x])
+    tokens = _BinTokens(x["data_path"], np.dtype(x["dtype"]).newbyteorder("<"))  # positioned reads, no memory map
+    itemsize = tokens.dtype.itemsize
+    lengths = x["sizes"] // itemsize
+    if lengths.size and int(lengths.max()) > (1 << 32) - 1:
+        raise ConfigError(f"{who}: {os.fspath(path)} has a document of {int(lengths.max())} tokens (expected at most "
+                          "4294967295: is eos right?)")
+    return tokens, (x["offsets"] // itemsize).astype(np.int64), lengths.astype(np.uint32)
 
 
 class PackedSequenceSampler(_StepSampler):

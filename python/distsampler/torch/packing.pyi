@@ -32,6 +32,15 @@ class _BinTokens:
 
 def megatron_tokens(prefix: Union[str, os.PathLike]) -> Tuple[_BinTokens, np.ndarray, MegatronIndex]: ...
 def megatron_documents(prefix: Union[str, os.PathLike]) -> Tuple[_BinTokens, np.ndarray, np.ndarray]: ...
+def raw_documents(
+    path: Union[str, os.PathLike],
+    dtype: Any,
+    eos: int,
+    *,
+    cache_dir: Optional[Union[str, os.PathLike]] = ...,
+    cache: bool = ...,
+    strict: bool = ...,
+) -> Tuple[_BinTokens, np.ndarray, np.ndarray]: ...
 
 class PackedSequenceSampler(_StepSampler):
     lengths: np.ndarray

@@ -1,11 +1,11 @@
-# distsampler.torch.ShardedDataset: an IterableDataset over real shard files (JSON Lines, tar, Megatron, .npy).
+# distsampler.torch.ShardedDataset: an IterableDataset over real shard files (JSON Lines, tar, Megatron, .npy, raw tokens).
 # SPDX-License-Identifier: MIT
 """``ShardedDataset``: shard files read as a ``ShardStream`` says, with their sizes found for you.
 
 The record counts and byte ranges of the shards come from the C++ index builder
 (``distsampler._core.index_shards``), cached beside each shard (``<shard>.dsidx``) or in
-``cache_dir``; a cached index of a shard that changed since is refused until
-``rebuild=True``. Which (shard, record) each rank and DataLoader worker reads is the
+``cache_dir``; a cached index of a shard that changed since is built again (a warning names
+the shard), or refused with ``strict=True``. Which (shard, record) each rank and DataLoader worker reads is the
 ``ShardStream``'s decision, with its promises: disjoint and covering per epoch, the same
 count on every rank and worker, padding flagged, resumable on any world.
 """
@@ -20,12 +20,12 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _check_tail, _resolve_world
-from ._readers import READERS, ShardFile, changed_error, file_identity
+from ._readers import READERS, ShardFile, changed_error, file_identity, raw_options, warn_rebuilt
 from .shards import ShardStream
 
 __all__ = ["ShardedDataset", "ShardedItem"]
 
-_FORMATS = ("jsonl", "tar", "megatron", "npy")  # the formats of _readers.READERS the C++ index reads
+_FORMATS = ("jsonl", "tar", "megatron", "npy", "raw")  # the formats of _readers.READERS the C++ index reads
 
 ShardedItem = collections.namedtuple("ShardedItem", ["record", "is_padding"], module=PUBLIC_MODULE)
 ShardedItem.__doc__ = ("A record and whether its slot is tail padding (a repeat of a record read elsewhere this "
@@ -113,8 +113,9 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     """This rank's and DataLoader worker's records of a dataset stored as shard files.
 
     ``paths`` are the shard files in a fixed order (the same on every rank); ``format`` is
-    ``"jsonl"``, ``"tar"``, ``"megatron"`` or ``"npy"`` for all of them, or ``None`` to take
-    each file's from its extension (.jsonl/.ndjson, .tar, .idx/.bin, .npy). A record is:
+    ``"jsonl"``, ``"tar"``, ``"megatron"``, ``"npy"`` or ``"raw"`` for all of them, or ``None``
+    to take each file's from its extension (.jsonl/.ndjson, .tar, .idx/.bin, .npy; never raw).
+    A record is:
 
     - JSON Lines: a non-empty line, yielded as ``json.loads`` of it;
     - tar (WebDataset layout): a sample, the consecutive members sharing a key, yielded as
@@ -122,7 +123,12 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     - Megatron (``.idx``/``.bin``, give either): a sequence, yielded as a NumPy array of its
       tokens read from the ``.bin`` (uint16 tokens widened to int32, which
       torch converts; every other token type as stored);
-    - ``.npy``: a row along axis 0.
+    - ``.npy``: a row along axis 0;
+    - raw token files (``format="raw"``, with ``dtype`` and ``eos``; headerless little-endian
+      token ids, as OLMo's ``.npy``-named token files): a document, its tokens up to and
+      including the end-of-document token ``eos`` (the tokens after the last one are the last
+      document), yielded as a NumPy array of ``dtype`` (``decode`` can convert it: torch 1.13
+      has no uint16 or uint32 tensors).
 
     Files are read by positioned reads, never memory-mapped. Before every read the file's
     size, modification time and inode must be what they were when the dataset was built: a
@@ -140,8 +146,10 @@ class ShardedDataset(torch.utils.data.IterableDataset):
 
     Indexes: built with ``threads`` threads (default: one per file up to 8 and the CPU
     count; 1 starts no thread), cached beside each shard or in ``cache_dir`` (``cache=False``:
-    kept in memory only); a cached index of a shard whose size or modification time changed
-    raises ``ConfigError`` naming the shard unless ``rebuild=True``.
+    kept in memory only; ``rebuild=True``: every index built again); a cached index of a
+    shard whose size or modification time changed is built again and saved in its place,
+    with one ``UserWarning`` naming the shard, or with ``strict=True`` raises ``ConfigError``
+    naming the shard.
 
     ``preset`` (``"mixed"``, the default, or ``"sequential"``: each shard file read in
     increasing offsets, one at a time per worker) and ``canonical_streams``,
@@ -160,13 +168,19 @@ class ShardedDataset(torch.utils.data.IterableDataset):
     def __init__(self, paths, format=None, num_replicas=None, rank=None, *, shuffle=True, seed=0, tail="pad",
                  cache_dir=None, threads=None, decode=None, return_padding=None, rebuild=False, cache=True,
                  max_open_files=8, num_workers=1, preset="mixed", canonical_streams=None, max_open_shards=None,
-                 run_length=None, shuffle_window=None, rotate_shards=None):
+                 run_length=None, shuffle_window=None, rotate_shards=None, dtype=None, eos=None, strict=False):
         who = "ShardedDataset"
         super().__init__()
         paths = _paths(who, paths)
         if format is not None and format not in _FORMATS:
-            raise ConfigError(f'{who}: format {format!r} is unknown (expected None, "jsonl", "tar", "megatron" or '
-                              '"npy")')
+            raise ConfigError(f'{who}: format {format!r} is unknown (expected None, "jsonl", "tar", "megatron", '
+                              '"npy" or "raw")')
+        raw_dtype, raw_eos = raw_options(who, format, dtype, eos)
+        if not isinstance(strict, bool):
+            raise ConfigError(f"{who}: strict {strict!r} is not a bool (expected True or False)")
+        if strict and (rebuild or not cache):
+            raise ConfigError(f"{who}: strict=True with {'rebuild=True' if rebuild else 'cache=False'} (strict refuses "
+                              "a stale cached index, and no cached index is read; expected one of them)")
         if decode is not None and not callable(decode):
             raise ConfigError(f"{who}: decode {decode!r} is not callable (expected a function of one record, or None)")
         if return_padding not in (None, True, False):
@@ -190,10 +204,11 @@ class ShardedDataset(torch.utils.data.IterableDataset):
         mode = ("rebuild" if rebuild else "use") if cache else "off"
         try:
             self.indexes = _core.index_shards(paths, format, os.fsdecode(os.fspath(cache_dir)) if cache_dir else "",
-                                              mode, threads)
+                                              mode, threads, dtype=raw_dtype, eos=raw_eos, strict=strict)
         except ConfigError as e:
             hint = " (rebuild=True rebuilds it)" if "rebuild the index" in str(e) else ""
             raise ConfigError(f"{who}: {e}{hint}") from None
+        warn_rebuilt(who, self.indexes)
         self._identities = _identities(self.indexes)
         self.paths = paths
         self.decode = decode

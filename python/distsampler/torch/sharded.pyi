@@ -46,6 +46,9 @@ class ShardedDataset(torch.utils.data.IterableDataset[Any]):
         run_length: Optional[int] = ...,
         shuffle_window: Optional[int] = ...,
         rotate_shards: Optional[bool] = ...,
+        dtype: Optional[Any] = ...,
+        eos: Optional[int] = ...,
+        strict: bool = ...,
     ) -> None: ...
     @property
     def num_replicas(self) -> int: ...

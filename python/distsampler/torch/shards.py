@@ -298,9 +298,32 @@ class ShardStream(_Checkpointed):
 
     def load_state_dict(self, state_dict):
         """Validates now (``StateError`` with the C++ message); the next iteration resumes. A
-        worker's own state (``"worker"`` in it) applies to that worker's copy only."""
+        worker's own state (``"worker"`` in it) applies to that worker's copy only. A state at
+        the end of an epoch older than the one ``set_epoch`` selected (the loop moved on before
+        the state was applied, as torchdata's ``StatefulDataLoader`` applies it when iteration
+        starts) leaves the selected epoch to be read from its start."""
         text, epoch = _check_state_dict("ShardStream.load_state_dict", state_dict)
-        self._sampler(1).resume(text)
+        core = self._sampler(1)
+        core.resume(text)
+        if "worker" in state_dict:
+            num, worker, taken = (state_dict.get(k) for k in ("num_workers", "worker", "taken"))
+            ended = False
+            if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (num, worker, taken)) and \
+                    worker < num:
+                own = self._sampler(num)
+                own.resume(text)
+                ended = taken >= own.worker_size(worker)
+            if ended and self.epoch > epoch:
+                # The end of an epoch the loop has left (below): this worker's next pass reads the selected epoch.
+                return
+        elif core.worker_size(0) == 0 and self.epoch > epoch:
+            # The end of an epoch the loop has left: set_epoch chose a later one before the state came
+            # (torchdata's StatefulDataLoader loads the dataset when iteration starts, after the loop's
+            # set_epoch). The later epoch is read from its start: the finished one is not read again, and
+            # the later one is not taken for finished.
+            self._iterated = None
+            self._passes_seen = int(self._passes)
+            return
         if "worker" in state_dict:
             info = torch.utils.data.get_worker_info()
             if info is None or (info.id, info.num_workers) != (state_dict["worker"], state_dict["num_workers"]):

@@ -92,6 +92,10 @@ class StreamDataset(_Checkpointed, torch.utils.data.IterableDataset):
         if isinstance(paths, (str, bytes, os.PathLike)) or not paths:
             raise ConfigError(f"{who}: paths {paths!r} is not a non-empty list of shard files")
         self.paths = [os.fsdecode(os.fspath(p)) for p in paths]
+        if format == "raw":
+            raise ConfigError(f"{who}: format 'raw' is not read without an index (a raw token file's documents are "
+                              "found by scanning it for eos; expected ShardedDataset(paths, format=\"raw\", dtype=, "
+                              "eos=) or raw_documents)")
         self.formats = [format_of(who, p, format, _FORMATS) for p in self.paths]
         if not isinstance(micro_batch, int) or isinstance(micro_batch, bool) or micro_batch < 1:
             raise ConfigError(f"{who}: micro_batch {micro_batch!r} is out of range (expected an int >= 1)")

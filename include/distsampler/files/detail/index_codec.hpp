@@ -23,7 +23,7 @@ namespace files_detail {
 /// path), then the ShardIndex's saved fields in declaration order. Integers are
 /// little-endian u64, strings and arrays a u64 length then their items.
 inline constexpr std::string_view cache_magic{"DSSHIDX\n", 8};
-inline constexpr std::uint64_t cache_version = 2;  // 2: tar members named as WebDataset names them
+inline constexpr std::uint64_t cache_version = 3;  // 2: tar members named as WebDataset names them; 3: eos (raw)
 inline constexpr std::size_t cache_prefix_bytes = 32;
 
 /// A 64-bit checksum of bytes: four lanes, lane k folding every fourth 8-byte little-endian
@@ -142,6 +142,7 @@ class Decoder {
     e.u64(m.size);
   }
   e.str(index.dtype);
+  e.u64(index.eos);
   e.u64(index.row_shape.size());
   for (const std::uint64_t d : index.row_shape) e.u64(d);
   const std::string payload = std::move(e.bytes());
@@ -209,9 +210,10 @@ struct DecodedIndex {
     m.size = d.u64();
   }
   x.dtype = d.str();
+  x.eos = d.u64();
   x.row_shape.resize(d.count(8));
   for (std::uint64_t& dim : x.row_shape) dim = d.u64();
-  if (!d.ok() || format < 1 || format > 4) out.error = "is damaged (its fields do not parse)";
+  if (!d.ok() || format < 1 || format > 5) out.error = "is damaged (its fields do not parse)";
   return out;
 }
 
