@@ -10,7 +10,8 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _flag, _index, _options, _positive, _seed64, _unsigned
-from ._readers import ShardFile, file_identity, raw_options, warn_rebuilt
+from ._readers import raw_options, warn_rebuilt
+from ._shard_file import ShardFile, file_identity
 from .batch import _StepSampler
 from .tokens import _token_lengths
 

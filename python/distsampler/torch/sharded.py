@@ -20,7 +20,8 @@ import torch
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _check_tail, _resolve_world
-from ._readers import READERS, ShardFile, changed_error, file_identity, raw_options, warn_rebuilt
+from ._readers import READERS, raw_options, warn_rebuilt
+from ._shard_file import ShardFile, changed_error, file_identity
 from .shards import ShardStream
 
 __all__ = ["ShardedDataset", "ShardedItem"]
