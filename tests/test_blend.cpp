@@ -375,6 +375,9 @@ TEST_CASE("a blend refuses bad configs naming the field", "[blend]") {
                     "BlendSampler::micro_batch: rank 2 is out of range for world_size 2 (expected 0..1)");
   CHECK_THROWS_WITH(s.locate(20, cache), "BlendSampler::locate: position 20 is out of range for dataset_size 20 (expected 0..19)");
   CHECK_THROWS_WITH(s.source_sequences(2, 0), "BlendSampler: source 2 is out of range for num_sources 2 (expected 0..1)");
+  BlendSampler e(two, {1, 1}, World{0, 2}, ok);
+  CHECK_THROWS_WITH(e.set_epoch(1), "BlendSampler: epoch 1 is out of range (expected 0: a blend is one run, its "
+                                    "sources' passes are its epochs)");
   CHECK_THROWS_WITH(s.state(6), "BlendSampler::state: steps_done 6 exceeds num_steps 5 (expected 0..5)");
 }
 

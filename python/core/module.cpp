@@ -27,4 +27,5 @@ PYBIND11_MODULE(_core, m) {
   dp::register_weighted(m);
   dp::register_files(m);
   dp::register_streams(m);
+  dp::register_blend(m);
 }

@@ -285,6 +285,20 @@ class BlendSampler {
     return out;
   }
 
+  /// StateKey::layout: a hash of the family words (sources' lengths, L, mode, weights,
+  /// schedule, mixing block, end).
+  [[nodiscard]] std::uint64_t layout_hash() const noexcept { return settings_; }
+
+  /// Selects `epoch` from the run's start: only 0 exists (a blend is one run, its sources'
+  /// passes are its epochs); config_error for another.
+  void set_epoch(std::uint64_t epoch) {
+    if (epoch != 0) {
+      detail::throw_config_error(std::string(who) + ": epoch " + std::to_string(epoch) +
+                                 " is out of range (expected 0: a blend is one run, its sources' passes are its epochs)");
+    }
+    layout_ = make_layout(0);
+  }
+
   /// What saved states must match. O(1).
   [[nodiscard]] StateKey key() const noexcept {
     StateKey k;
