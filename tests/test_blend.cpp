@@ -402,8 +402,8 @@ TEST_CASE("a blend refuses a state of another config naming the field", "[blend]
   CHECK(refuses(two, {1, 1}, BlendOptions(ok).with_mode(PackMode::best_fit)) ==
         "BlendSampler: mode differs (state concat, sampler best-fit)");
   CHECK(refuses(two, {1, 1}, BlendOptions(ok).with_micro_batch_size(1)) ==
-        "BlendSampler: mixing block differs (state 2, sampler 1; expected the run's mixing block: set "
-        "BlendOptions::mixing_block)");
+        "BlendSampler: mixing block differs (state 2, sampler 1; expected the run's: keep its global batch size, "
+        "or set mixing_block to the state's)");
   CHECK(refuses(two, {1, 1}, BlendOptions(ok).with_micro_batch_size(1).with_mixing_block(2)) == "resumed");
   CHECK(refuses(two, {1, 1}, BlendOptions(ok).with_end_steps(6)) ==
         "BlendSampler: end_steps differs (state 5, sampler 6)");

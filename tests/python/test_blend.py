@@ -129,6 +129,13 @@ def test_state_dict_resumes_on_another_world_and_micro_batch_with_exactly_the_re
     per_rank = [list(r) for r in resumed]
     rest = [tuple(seq) for j in range(len(per_rank[0])) for r in range(4) for seq in per_rank[r][j]]
     assert rest == order[consumed:]
+    # Another global batch (3 on 1 rank) keeps the run's order with the run's mixing block; without it the
+    # state is refused naming it.
+    other = BlendSampler(config(micro_batch_size=3, accumulation_steps=1, mixing_block=8), 1, 0)
+    other.load_state_dict(state)
+    assert [tuple(seq) for mb in other for seq in mb] == order[consumed:]
+    with pytest.raises(distsampler.StateError, match=r"mixing block differs \(state 8, sampler 3; expected the run's"):
+        BlendSampler(config(micro_batch_size=3, accumulation_steps=1), 1, 0).load_state_dict(state)
     again = pickle.loads(pickled)
     assert [list(map(tuple, mb)) for mb in again] == [list(map(tuple, mb)) for mb in per_rank[0]]
 

@@ -425,7 +425,7 @@ class BlendSampler {
     if (s[3] != mine[3]) {
       detail::throw_state_error(prefix + "mixing block differs (state " + std::to_string(s[3]) + ", sampler " +
                                 std::to_string(mine[3]) +
-                                "; expected the run's mixing block: set BlendOptions::mixing_block)");
+                                "; expected the run's: keep its global batch size, or set mixing_block to the state's)");
     }
     if (s[4] != mine[4]) differs("end_steps", std::to_string(s[4]), std::to_string(mine[4]));
     for (std::size_t i = 0; i < passes_.size(); ++i) {

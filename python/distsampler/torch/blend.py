@@ -15,7 +15,8 @@ from .tokens import _token_lengths
 
 _WHO = "BlendSampler"
 _KEYS = ("seq_len", "mode", "mix", "seed", "labels", "micro_batch_size", "accumulation_steps", "global_batch_size",
-         "global_batch_schedule", "sources", "weight_schedule", "end", "shuffle", "window", "chunk", "split_long")
+         "global_batch_schedule", "sources", "weight_schedule", "end", "shuffle", "window", "chunk", "split_long",
+         "mixing_block")
 _SOURCE_KEYS = ("name", "lengths", "weight")
 
 
@@ -103,6 +104,7 @@ def read_blend_config(config):
     out["split_long"] = _flag(_WHO, "split_long", config.get("split_long", True))
     out["window"] = _int("window", config.get("window", 1 << 16))
     out["chunk"] = _int("chunk", config.get("chunk", min(1024, out["window"])))
+    out["mixing_block"] = _int("mixing_block", config.get("mixing_block", 0))
     if "accumulation_steps" in config and ("global_batch_size" in config or "global_batch_schedule" in config):
         _fail("accumulation_steps and global_batch_size (or global_batch_schedule) were both given (expected one)")
     out["accumulation_steps"] = _int("accumulation_steps", config.get("accumulation_steps", 1))
@@ -215,7 +217,8 @@ class BlendSampler(_StepSampler):
         options = _options(_core.BlendOptions, seq_len=c["seq_len"], mode=c["mode"], window=c["window"],
                            chunk=c["chunk"], split_long=c["split_long"], shuffle=c["shuffle"], seed=c["seed"],
                            micro_batch_size=micro_batch_size, accumulation_steps=accumulation_steps,
-                           global_batch_size=global_batch_size, schedule=c["schedule"], end_steps=c["end_steps"])
+                           global_batch_size=global_batch_size, schedule=c["schedule"], end_steps=c["end_steps"],
+                           mixing_block=c["mixing_block"])
         return _core.make_blend_sampler(c["lengths"], rank, world_size, options, weights=c["weights"])
 
     def _fetcher(self, core):
