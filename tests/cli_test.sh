@@ -511,7 +511,7 @@ refuse --steps 'is too large for stream' stream --shard-sizes 5 --world 1 --work
 fi
 if part refusals-more; then
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh or stream'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh, stream or blend'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2

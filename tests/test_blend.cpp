@@ -320,6 +320,14 @@ TEST_CASE("a blend across weight changes keeps every source's pass exactly once 
       REQUIRE(pieces == ref.order[p].pieces);
       REQUIRE(cache.plans() <= 2);
     }
+    // A cache used by another blend (another seed) is cleared, not misread.
+    const BlendSampler other(views(c), c.weights, World{0, 2}, BlendOptions(c.options).with_seed(8));
+    const Reference other_ref = reference(Config{c.lengths, c.weights, BlendOptions(c.options).with_seed(8)}, 8);
+    for (std::uint64_t p = 0; p < other.dataset_size(); p += 7) {
+      std::vector<PackPiece> pieces;
+      REQUIRE(other.append_sequence(p, cache, pieces) == other_ref.order[p].source);
+      REQUIRE(pieces == other_ref.order[p].pieces);
+    }
     // A resume after the first change, on another shape.
     const SamplerState state = s.state(9, 1);
     BlendSampler r(views(c), c.weights, World{0, 4}, BlendOptions(c.options).with_micro_batch_size(1), state);

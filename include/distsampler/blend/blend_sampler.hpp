@@ -69,8 +69,8 @@ struct BlendMicroBatch {
 /// PackedSequenceSampler of one rank, at that pass), its planned window, and, in best-fit,
 /// where each pass planned so far starts among the source's sequences (8 bytes per pass).
 /// Pass the same BlendCache to successive calls so reading in order plans each pass and
-/// window once. Holds no reference to the sampler; a cache of another blend is recognised
-/// and cleared. Not thread-safe: one BlendCache per thread.
+/// window once. Holds no reference to the sampler; a cache of another blend (other
+/// settings, seed, shuffle or lengths memory) is recognised and cleared. Not thread-safe: one BlendCache per thread.
 class BlendCache {
  public:
   /// Passes whose plan this cache holds now, over every source (at most one per source).
@@ -162,6 +162,12 @@ class BlendSampler {
       }
     }
     settings_ = settings_hash();
+    // What a BlendCache's plans depend on: the settings, seed, shuffle and the lengths' memory
+    // (a cached plan views it).
+    identity_ = detail::mix64(settings_ ^ detail::splitmix64(options_.seed ^ (options_.shuffle ? 1u : 0u)));
+    for (const LengthView& v : sources) {
+      identity_ = detail::mix64(identity_ ^ static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(v.data)));
+    }
     layout_ = make_layout(0);
   }
 
@@ -456,10 +462,10 @@ class BlendSampler {
 
   // The cache's record of source i, clearing a cache of another blend.
   BlendCache::Source& source_cache(BlendCache& cache, std::size_t i) const {
-    if (cache.identity_ != (settings_ ^ options_.seed) || cache.sources_.size() != passes_.size()) {
+    if (cache.identity_ != identity_ || cache.sources_.size() != passes_.size()) {
       cache.sources_.clear();
       cache.sources_.resize(passes_.size());
-      cache.identity_ = settings_ ^ options_.seed;
+      cache.identity_ = identity_;
     }
     return cache.sources_[i];
   }
@@ -497,6 +503,7 @@ class BlendSampler {
   std::uint64_t length_ = 0;
   std::vector<PackedSequenceSampler> passes_;  // source i at pass 0
   std::uint64_t settings_ = 0;
+  std::uint64_t identity_ = 0;  // what a BlendCache's content depends on
   BatchLayout layout_;
 };
 
