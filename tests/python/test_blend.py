@@ -252,3 +252,33 @@ def test_a_state_of_another_config_is_refused_naming_the_field():
     cfg["sources"][1]["weight"] = 0.5
     with pytest.raises(distsampler.StateError, match="weights or schedule differ"):
         BlendSampler(cfg, 1, 0).load_state_dict(state)
+
+
+def _cli():
+    """The `distsampler` program: $DISTSAMPLER_CLI, else the one beside the build's extension (build/X/cli)."""
+    import os
+    from pathlib import Path
+
+    from distsampler import _core
+    path = os.environ.get("DISTSAMPLER_CLI") or str(Path(_core.__file__).resolve().parent.parent.parent / "cli" /
+                                                     "distsampler")
+    return path if os.path.isfile(path) else None
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("mode", ["concat", "best-fit"])
+def test_the_cli_prints_the_sequences_python_yields(tmp_path, mode):
+    import subprocess
+
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no distsampler program beside the extension (set DISTSAMPLER_CLI)")
+    cfg = config(mode=mode)
+    (tmp_path / "blend.json").write_text(json.dumps(cfg))
+    out = subprocess.run([cli, "blend", "--config", str(tmp_path / "blend.json"), "--world", "2", "--rank", "1"],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line for line in out.splitlines() if line.startswith("step ")]
+    printed = []
+    for mb in BlendSampler(cfg, 2, 1):
+        printed.append(" ".join("[" + " ".join(f"{s}/{d}:{o}+{n}" for s, d, o, n in seq) + "]" for seq in mb))
+    assert [line.split(": ", 1)[1] for line in lines] == printed
