@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <distsampler/blend/blend_sampler.hpp>
+#include <distsampler/blend/guard.hpp>
+#include <distsampler/mesh_check.hpp>
 #include <distsampler/detail/mix.hpp>
 #include <distsampler/mixture/schedule.hpp>
 #include <distsampler/packing/packed_sequence_sampler.hpp>
@@ -441,6 +443,47 @@ TEST_CASE("a blend refuses a state of another config naming the field", "[blend]
   // A state survives its text and byte forms (version 5: family words).
   CHECK(SamplerState::from_text(state.to_text()) == state);
   CHECK(state.written_version() == 5);
+}
+
+TEST_CASE("a blend's guard points prove its ranks disjoint and covering, and name a rank seeded apart", "[blend]") {
+  const std::vector<std::uint32_t> a = {5, 9, 13, 7, 6, 11, 3, 20, 4}, b = {3, 4, 1, 8, 30, 2};
+  const std::vector<LengthView> two = {LengthView(a), LengthView(b)};
+  const BlendOptions ok = BlendOptions().with_seq_len(4).with_micro_batch_size(2).with_accumulation_steps(2)
+                              .with_end_steps(6).with_seed(42).with_mode(PackMode::best_fit);
+  for (const std::uint64_t w : {1u, 3u}) {
+    CAPTURE(w);
+    std::vector<ReadSums> sums;
+    std::vector<std::vector<std::uint64_t>> records, odd;
+    for (std::uint64_t r = 0; r < w; ++r) {
+      const BlendSampler s(two, {0.6, 0.4}, World{r, w}, ok);
+      sums.push_back(segment_sums(s, World{r, w}));
+      records.push_back(mesh_record_of(s));
+      odd.push_back(mesh_record_of(BlendSampler(two, {0.6, 0.4}, World{r, w}, BlendOptions(ok).with_seed(r == 1 ? 43 : 42))));
+      CHECK(guard_slots_of(s) == s.dataset_size());
+      CHECK(guard_shape_of(s).layout == s.layout_hash());
+    }
+    const GuardReport report = check_overlap(sums, 6 * 2 * 2 * w);
+    CHECK(report.ok);
+    CHECK(report.message.rfind("ok: disjoint and covering over " + std::to_string(w) + " ranks", 0) == 0);
+    const Mesh mesh = Mesh::parse("dp=" + std::to_string(w));
+    CHECK(check_mesh_records("guard", mesh, 6 * 2 * 2 * w, records, mesh_key_format).ok);
+    if (w == 1) continue;
+    CHECK_THROWS_WITH(check_mesh_records("guard", mesh, 6 * 2 * 2 * w, odd, mesh_key_format),
+                      "guard: data rank 1 (rank 1) has seed 43, rank 0 has 42 (expected the same on every rank of "
+                      "mesh dp=3)");
+    // A resumed segment: what was read before it is skipped, so the cover still holds on another world.
+    const SamplerState state = BlendSampler(two, {0.6, 0.4}, World{0, w}, ok).state(2, 1);
+    std::vector<ReadSums> resumed;
+    for (std::uint64_t r = 0; r < 2; ++r) {
+      BlendSampler s(two, {0.6, 0.4}, World{r, 2}, BlendOptions(ok).with_micro_batch_size(3), state);
+      resumed.push_back(segment_sums(s, World{r, 2}));
+    }
+    CHECK(check_overlap(resumed, 6 * 2 * 2 * w).ok);
+    // A rank that reads a position twice (its sums counted twice) is caught.
+    std::vector<ReadSums> twice = sums;
+    twice.push_back(sums[0]);
+    CHECK_FALSE(check_overlap(twice, 6 * 2 * 2 * w).ok);
+  }
 }
 
 }  // namespace blend_tests

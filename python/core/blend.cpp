@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "distsampler/blend/blend_sampler.hpp"
+#include "distsampler/blend/guard.hpp"
 
 namespace distsampler_python {
 namespace {
@@ -97,7 +98,9 @@ void register_blend(py::module_& m) {
   using T = BlendCore;
   py::class_<T> c(m, "BlendSampler");
   bind_held_common(c);
-  c.def_property_readonly("micro_batch_count", &T::total)
+  c.def("guard_sums", [](const T& t) { return guard_sums_of(t.sampler()); })
+      .def_property_readonly("guard_layout", [](const T& t) { return ds::guard_shape_of(t.sampler()).layout; })
+      .def_property_readonly("micro_batch_count", &T::total)
       .def("state_after_micro_batches",
            [](const T& t, std::uint64_t j) { return t.sampler().state_after_micro_batches(j).to_text(); })
       .def("micro_batch_id",

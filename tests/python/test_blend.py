@@ -140,6 +140,15 @@ def test_state_dict_resumes_on_another_world_and_micro_batch_with_exactly_the_re
     assert [list(map(tuple, mb)) for mb in again] == [list(map(tuple, mb)) for mb in per_rank[0]]
 
 
+def test_the_guard_sums_of_every_rank_cover_the_run_once():
+    cfg = config()
+    sums = [BlendSampler(cfg, 2, r)._guard_sums() for r in range(2)]
+    assert all(s[0] == 14 * 8 for s in sums)  # the run's positions are the slots
+    assert sums[0][1] != sums[1][1]  # the ranks read different positions
+    assert BlendSampler(cfg, 2, 0)._guard_description()["token_layout"] == \
+        BlendSampler(cfg, 2, 1)._guard_description()["token_layout"]
+
+
 def test_the_checkpointing_loader_saves_what_the_loop_received():
     cfg = config()
     s = BlendSampler(cfg, 1, 0)
