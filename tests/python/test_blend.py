@@ -291,3 +291,31 @@ def test_the_cli_prints_the_sequences_python_yields(tmp_path, mode):
     for mb in BlendSampler(cfg, 2, 1):
         printed.append(" ".join("[" + " ".join(f"{s}/{d}:{o}+{n}" for s, d, o, n in seq) + "]" for seq in mb))
     assert [line.split(": ", 1)[1] for line in lines] == printed
+
+
+def test_the_dataset_and_collate_give_each_sequence_its_tokens():
+    cfg = config(mode="best-fit")
+    arrays = {}
+    for k, source in enumerate(cfg["sources"]):
+        n = source["lengths"]
+        offsets = np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64)
+        # Token t of document d of source k is k * 10^6 + d * 1000 + t: each token says where it is from.
+        tokens = np.concatenate([k * 10**6 + d * 1000 + np.arange(m) for d, m in enumerate(n)]).astype(np.int64)
+        arrays[source["name"]] = (tokens, offsets)
+    data = dst.BlendDataset(arrays)
+    s = BlendSampler(cfg, 2, 0)
+    loader = dst.DataLoader(data, batch_sampler=s, num_workers=0,
+                            collate_fn=lambda batch: dst.collate_blend(batch, seq_len=L))
+    names = [source["name"] for source in cfg["sources"]]
+    for j, batch in enumerate(loader):
+        assert batch["input_ids"].shape == (2, L)
+        for row, pieces in enumerate(batch["pieces"]):
+            expected = [names.index(src) * 10**6 + d * 1000 + t for src, d, o, n in pieces for t in range(o, o + n)]
+            got = batch["input_ids"][row].tolist()
+            assert got[:len(expected)] == expected and all(x == 0 for x in got[len(expected):])
+            assert batch["num_tokens"][row] == len(expected)
+            assert batch["sources"][row] == pieces[0][0]
+        if j == 5:
+            break
+    with pytest.raises(distsampler.ConfigError, match="BlendDataset has no source 'math'"):
+        data[[("math", 0, 0, 1)]]

@@ -29,7 +29,8 @@
   passes with a read-time ``filter`` and on-the-fly packing (``StreamPacker``), the same
   steps on every rank without a collective, resumable on any world.
 - ``BlendSampler``: sources packed on their own, pass after pass, and blended by weight
-  as whole sequences, from one JSON config (``read_blend_config`` checks it).
+  as whole sequences, from one JSON config (``read_blend_config`` checks it);
+  ``BlendDataset`` and ``collate_blend`` turn its pieces into tensors.
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
 The world (rank and world size) comes from the explicit arguments when given, else from
@@ -46,7 +47,7 @@ path every public class reports as its ``__module__`` (and pickles record).
 
 from ._common import default_torch_generation
 from .batch import DistributedBatchSampler
-from .blend import BlendSampler, read_blend_config
+from .blend import BlendDataset, BlendSampler, collate_blend, read_blend_config
 from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
@@ -86,5 +87,7 @@ __all__ = [
     "StreamItem",
     "StreamBatch",
     "BlendSampler",
+    "BlendDataset",
+    "collate_blend",
     "read_blend_config",
 ]

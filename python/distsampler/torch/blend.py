@@ -5,12 +5,13 @@ import math
 import os
 
 import numpy as np
+import torch
 
 from .. import _core
 from .._core import ConfigError
 from ._common import PUBLIC_MODULE, _flag, _options, _seed64, _unsigned
 from .batch import _StepSampler
-from .packing import read_megatron_index
+from .packing import PackedSequenceDataset, collate_packed, megatron_tokens, read_megatron_index
 from .tokens import _token_lengths
 
 _WHO = "BlendSampler"
@@ -228,3 +229,47 @@ class BlendSampler(_StepSampler):
             return [[[(names[s], d, o, n) for s, d, o, n in seq] for seq in batch]
                     for batch in core.micro_batches(first, count)]
         return fetch
+
+
+class BlendDataset(torch.utils.data.Dataset):
+    """A map-style dataset whose keys are a ``BlendSampler``'s sequences: ``dataset[pieces]``
+    is the sequence's pieces and their tokens, ready for ``collate_blend``.
+
+    ``sources`` maps each source name to ``(tokens, offsets)``: a 1-D array of every
+    document's tokens (an ``np.memmap`` of a Megatron ``.bin``, any NumPy array or tensor)
+    and each document's first token in it, as ``PackedSequenceDataset`` takes them;
+    ``BlendDataset.from_megatron({name: prefix})`` reads them with ``megatron_tokens``.
+    Picklable, so DataLoader workers can use it.
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def __init__(self, sources):
+        if not isinstance(sources, dict) or not sources:
+            _fail(f"BlendDataset sources is {sources!r} (expected a dict of name: (tokens, offsets))")
+        self.sources = {name: PackedSequenceDataset(*pair) for name, pair in sources.items()}
+
+    @classmethod
+    def from_megatron(cls, prefixes):
+        """The dataset of Megatron indexed datasets, ``{name: prefix}`` (each ``.bin`` memory-mapped)."""
+        return cls({name: megatron_tokens(prefix)[:2] for name, prefix in prefixes.items()})
+
+    def __getitem__(self, pieces):
+        parts = []
+        for source, document, offset, length in pieces:
+            if source not in self.sources:
+                _fail(f"BlendDataset has no source {source!r} (expected one of {', '.join(self.sources)})")
+            parts.extend(self.sources[source][[(document, offset, length)]][1])
+        return tuple(pieces), parts
+
+
+def collate_blend(batch, seq_len, pad_id=0):
+    """Stacks ``BlendDataset`` items (one micro-batch) as ``collate_packed`` does (``input_ids``,
+    ``position_ids``, ``document_ids``, ``cu_seqlens``, ``max_seqlen``, ``num_tokens``, ``empty``),
+    with ``pieces`` as ``(source, document, offset, length)`` and ``sources`` [M], each sequence's
+    source name. Use ``functools.partial(collate_blend, seq_len=L)`` as the DataLoader's ``collate_fn``."""
+    out = collate_packed([(tuple((d, o, n) for _, d, o, n in pieces), parts) for pieces, parts in batch], seq_len,
+                         pad_id)
+    out["pieces"] = [pieces for pieces, _ in batch]
+    out["sources"] = [pieces[0][0] if pieces else None for pieces, _ in batch]
+    return out

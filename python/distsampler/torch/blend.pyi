@@ -1,7 +1,9 @@
 # Type stub of distsampler.torch.blend.
 # SPDX-License-Identifier: MIT
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import torch
 
 from .batch import _StepSampler
 
@@ -19,3 +21,12 @@ class BlendSampler(_StepSampler):
         rank: Optional[int] = ...,
     ) -> None: ...
     def __iter__(self) -> Iterator[List[List[Tuple[str, int, int, int]]]]: ...
+
+class BlendDataset(torch.utils.data.Dataset[Any]):
+    sources: Dict[str, Any]
+    def __init__(self, sources: Dict[str, Tuple[Any, Any]]) -> None: ...
+    @classmethod
+    def from_megatron(cls, prefixes: Dict[str, Union[str, os.PathLike]]) -> "BlendDataset": ...
+    def __getitem__(self, pieces: Sequence[Tuple[str, int, int, int]]) -> Tuple[Tuple[Tuple[str, int, int, int], ...], List[Any]]: ...
+
+def collate_blend(batch: List[Any], seq_len: int, pad_id: int = ...) -> Dict[str, Any]: ...
