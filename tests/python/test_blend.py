@@ -6,6 +6,7 @@ import pickle
 import struct
 
 import numpy as np
+import torch
 import pytest
 
 import distsampler
@@ -319,3 +320,37 @@ def test_the_dataset_and_collate_give_each_sequence_its_tokens():
             break
     with pytest.raises(distsampler.ConfigError, match="BlendDataset has no source 'math'"):
         data[[("math", 0, 0, 1)]]
+
+
+class _Pieces(torch.utils.data.Dataset):
+    """The dataset of the loader tests: a sequence's pieces as they are."""
+
+    def __getitem__(self, sequence):
+        return tuple(sequence)
+
+
+def _as_is(batch):
+    return batch
+
+
+@pytest.mark.processes
+def test_the_loader_with_workers_checkpoints_what_the_loop_received_and_resumes_on_another_shape():
+    cfg = config(global_batch_size=8, accumulation_steps=None)
+    order = global_order(config(micro_batch_size=8, accumulation_steps=1), 1, 8)
+    loaders = [dst.DataLoader(_Pieces(), batch_sampler=BlendSampler(cfg, 2, r), num_workers=2, collate_fn=_as_is)
+               for r in range(2)]
+    iters = [iter(loader) for loader in loaders]
+    got = [[next(it) for _ in range(7)] for it in iters]  # 7 micro-batches of 2 on each of 2 ranks (G = 8)
+    states = [loader.state_dict() for loader in loaders]
+    assert states[0]["state"] == states[1]["state"] and states[0]["batches"] == 7
+    read = [seq for j in range(7) for r in range(2) for seq in got[r][j]]
+    assert read == order[:28]
+    # Resumed on 4 ranks of micro-batch 1 (G = 8 still), 2 workers each: exactly the rest.
+    small = dict(cfg, micro_batch_size=1)
+    resumed = []
+    for r in range(4):
+        loader = dst.DataLoader(_Pieces(), batch_sampler=BlendSampler(small, 4, r), num_workers=2, collate_fn=_as_is)
+        loader.load_state_dict(states[0])
+        resumed.append(list(loader))
+    rest = [seq for j in range(len(resumed[0])) for r in range(4) for seq in resumed[r][j]]
+    assert rest == order[28:]
