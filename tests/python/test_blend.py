@@ -170,6 +170,8 @@ def test_the_checkpointing_loader_saves_what_the_loop_received():
     again.load_state_dict(state)
     rest = list(again)
     assert len(rest) == len(s) - 5
+    with pytest.raises(distsampler.ConfigError, match=r"padding_mask=True is not available for BlendSampler"):
+        dst.DataLoader(Pieces(), batch_sampler=BlendSampler(cfg, 1, 0), padding_mask=True)
     assert [list(map(tuple, b)) for b in got] + [list(map(tuple, b)) for b in rest] == \
         [list(map(tuple, b)) for b in BlendSampler(cfg, 1, 0)]
 

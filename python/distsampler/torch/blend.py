@@ -209,6 +209,10 @@ class BlendSampler(_StepSampler):
         self.shuffle = c["shuffle"]
         self._start()
 
+    def _has_padding(self):
+        """No padding flags: a blend reads every position once (a short last step holds fewer sequences)."""
+        return False
+
     def _config(self):
         return (self.rank, self.num_replicas, self.micro_batch_size, self._accumulation, self._global)
 
