@@ -915,6 +915,13 @@ refuse --state-after '--state-after 9 is out of range (expected 0..8' blend --co
     --state-after 9
 refuse --rank '--rank 2 is out of range for --world 2' blend --config "$tmp/blend.json" --world 2 --rank 2
 help_ok blend --help -- --config --world --rank --steps --state-after --resume
+# --mesh: --world and --rank are global ranks; a rank reads what its data rank reads (tp ranks alike).
+run blend --config "$tmp/blend.json" --world 2 --rank 1
+data_rank_1="$out"
+run blend --config "$tmp/blend.json" --world 4 --mesh dp=2,tp=2 --rank 3
+[[ $rc -eq 0 && -n "$out" && "$out" == "$data_rank_1" ]] && passed=$((passed + 1)) ||
+  fail "blend --mesh dp=2,tp=2 --rank 3 is not data rank 1's output"$'\n'"$out$err"
+refuse --mesh 'has 4 ranks but --world is 3' blend --config "$tmp/blend.json" --world 3 --mesh dp=2,tp=2
 help_ok --help -- '  blend    '
 # Bad configs: exit 2 naming the field.
 bad_config() {  # bad_config MESSAGE SED-EXPRESSION: the config edited by sed is refused with MESSAGE
