@@ -67,6 +67,7 @@ const std::vector<FlagSpec>& flags() {
       {"--no-split", "", "best-fit: refuse documents longer than --seq-len instead of splitting them"},
       {"--plan-limit", "N", "the most window records the epoch plan keeps (default 65536; changes no output)"},
       {"--global-batch", "G", "sequences per optimizer step over every rank (instead of --accum)"},
+      {"--config", "FILE.json", "blend: the blend's JSON config (docs/BLENDING.md)"},
       {"--state-after", "S", "print the steps before S, then `state: LINE` (resumable with --resume), and exit"},
       {"--mesh", "NAME=SIZE,...",
        "parallel mesh, outermost dim first (row-major, as torch's DeviceMesh): --world and\n"

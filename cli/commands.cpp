@@ -18,13 +18,14 @@ std::vector<CommandSpec> mixture_commands();      // mix.cpp: mix
 std::vector<CommandSpec> pack_commands();         // pack.cpp: pack
 std::vector<CommandSpec> mesh_commands();         // mesh.cpp: mesh (and --mesh for the others)
 std::vector<CommandSpec> stream_commands();       // streams.cpp: stream
+std::vector<CommandSpec> blend_commands();        // blend.cpp: blend
 
 const std::vector<CommandSpec>& commands() {
   // The registration table, in the order of the program's help: one line per family.
   static const std::vector<CommandSpec> table = [] {
     std::vector<CommandSpec> all;
     for (auto family : {distributed_commands, shard_commands, batch_commands, token_commands, mixture_commands,
-                        pack_commands, mesh_commands, stream_commands}) {
+                        pack_commands, mesh_commands, stream_commands, blend_commands}) {
       for (CommandSpec& c : family()) all.push_back(std::move(c));
     }
     return all;

@@ -20,7 +20,7 @@ using distsampler::Mesh;
 using distsampler::MeshDim;
 
 // The commands whose --world and --rank may be global ranks of a --mesh.
-constexpr std::string_view mesh_aware[] = {"indices", "check", "batches", "tokens", "mix", "pack"};
+constexpr std::string_view mesh_aware[] = {"indices", "check", "batches", "tokens", "mix", "pack", "blend"};
 
 // A Mesh's config_error as the UsageError of `flag`: the library's "Mesh: " prefix dropped.
 [[noreturn]] void mesh_refused(std::string_view flag, std::string_view value, const distsampler::config_error& e) {

@@ -12,7 +12,10 @@ The layers, lowest first (docs/ARCHITECTURE.md):
   layout      partition.hpp, batch_layout.hpp, worker_schedule.hpp
   samplers    the top-level samplers and checks, and one folder per family (shards/,
               mixture/, tokens/, ...); a family includes the core, never another family,
-              and its detail/ is included only from inside the family
+              and its detail/ is included only from inside the family. The one exception,
+              COMPOSED below: a composed family may include the public headers (never
+              detail/) of the families it is built from (blend/: mixture/ and packing/);
+              they never include it
   umbrella    distsampler.hpp
   adapters    fmt.hpp, mpi.hpp, torch.hpp, torch_guard.hpp, torch/*, mpi/*, and any
               FAMILY/mpi.hpp, FAMILY/torch*.hpp, FAMILY/fmt.hpp
@@ -54,6 +57,8 @@ TOP = {
     "torch_guard.hpp": "adapters",
 }
 FOLDERS = {"detail": "base", "state": "vocabulary", "torch": "adapters", "mpi": "adapters"}
+# A composed family and the families whose public headers it may include (docs/ARCHITECTURE.md).
+COMPOSED = {"blend": {"mixture", "packing"}}
 ADAPTER_NAME = re.compile(r"^(mpi|fmt|torch[a-z_]*)\.hpp$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -105,7 +110,8 @@ def violations(root):
             elif t_family is not None and family is None and layer == "samplers":
                 out.append(f"{rel} (a top-level sampler header) includes {target} of the family {t_family}/: "
                            f"a hub; declare what it needs next to the family instead")
-            elif t_family is not None and family is not None and t_family != family and layer != "adapters":
+            elif (t_family is not None and family is not None and t_family != family and layer != "adapters"
+                  and not (t_family in COMPOSED.get(family, ()) and "detail" not in parts)):
                 out.append(f"{rel} (family {family}/) includes {target} of another family ({t_family}/)")
             elif rel == "distsampler.hpp" and "detail" in parts:
                 out.append(f"{rel} includes {target}: the umbrella includes public headers only, no detail/")
@@ -161,15 +167,22 @@ def self_test():
         "world.hpp": ('"mesh.hpp"', "include cycle: lengths.hpp -> world.hpp -> mesh.hpp -> lengths.hpp"),
         "mesh.hpp": ('"lengths.hpp"', None),
         "lengths.hpp": ('"world.hpp"', None),
+        # The composed family: its allowed includes pass, the rest of the rule still holds.
+        "blend/sampler.hpp": ('"../mixture/schedule.hpp"', None),
+        "blend/options.hpp": ('"../packing/options.hpp"', None),
+        "blend/walk.hpp": ('"../shards/walk.hpp"', "blend/walk.hpp (family blend/) includes shards/walk.hpp"),
+        "blend/plan.hpp": ('"../packing/detail/plan.hpp"', "blend/plan.hpp (family blend/) includes packing/detail/plan.hpp"),
+        "mixture/schedule.hpp": ('"../blend/guard.hpp"', "mixture/schedule.hpp (family mixture/) includes blend/guard.hpp"),
     }
     clean = ["version.hpp", "error.hpp", "options.hpp", "verify.hpp", "shards/walk.hpp",
-             "shards/detail/holes.hpp", "mpi.hpp", "fmt.hpp"]
+             "shards/detail/holes.hpp", "mpi.hpp", "fmt.hpp", "packing/options.hpp", "packing/detail/plan.hpp",
+             "blend/guard.hpp"]
     with tempfile.TemporaryDirectory() as tmp:
         for rel in clean + list(planted):
             path = os.path.join(tmp, "distsampler", rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             inc = planted[rel][0] if rel in planted else '"version.hpp"' if "/" not in rel else '"../version.hpp"'
-            if rel.startswith("shards/detail/"):
+            if "/detail/" in rel:
                 inc = '"../../version.hpp"'
             with open(path, "w", encoding="utf-8") as f:
                 f.write("" if rel == "version.hpp" else f"#include {inc}\n")

@@ -27,6 +27,7 @@ FAMILIES = {
     "MixtureSampler": ("mix", "mixture/options.hpp", "MixtureOptions", "mixture.py", "MixtureBatchSampler"),
     "PackedSequenceSampler": ("pack", "packing/options.hpp", "PackOptions", "packing.py", "PackedSequenceSampler"),
     "StreamSampler": ("stream", "streams/options.hpp", "StreamOptions", "streams.py", "StreamDataset"),
+    "BlendSampler": ("blend", "blend/options.hpp", "BlendOptions", "blend.py", "BlendSampler"),
     "WeightedSampler": (None, "weighted/options.hpp", "WeightedSamplerOptions", "weighted.py",
                         "DistributedWeightedRandomSampler"),
 }
@@ -50,6 +51,10 @@ FAMILY_FLAG = {
     ("TokenBatchSampler", "window"): "--sort-window",
     ("PackedSequenceSampler", "window"): "--document-window",
 }
+# The blend reads its settings from the JSON config file (`--config`), the Python class from the same config.
+FAMILY_FLAG.update({("BlendSampler", option): "--config" for option in (
+    "config", "seq_len", "mode", "window", "chunk", "split_long", "mixing_block", "schedule", "end_steps", "shuffle",
+    "seed", "micro_batch_size", "accumulation_steps", "global_batch_size")})
 
 # Options no command reaches, per family: they shape how a program consumes a sampler.
 API_ONLY = {
@@ -61,6 +66,7 @@ API_ONLY = {
     "MixtureSampler": {"global_batch_size", "mixing_block", "replacement", "as_pairs", "shuffle", "tail"},
     "PackedSequenceSampler": {"shuffle"},
     "StreamSampler": {"format", "packer", "state_capacity"},
+    "BlendSampler": {"plan_limit"},
     "WeightedSampler": {"weights", "num_samples", "replacement", "num_replicas", "rank", "seed", "tail"},
 }
 

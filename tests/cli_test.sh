@@ -4,9 +4,9 @@
 #
 # Usage: cli_test.sh [--part NAME] path/to/distsampler [DOC.md...]   (CLI_CASE_TIMEOUT=seconds per run, default 20)
 # Each DOC's ```console blocks are transcripts checked at the end (see below). --part runs one part of the
-# table (CTest runs the parts beside each other): outputs, help, refusals, mix-pack-stream, refusals-more, tokens-limits, mesh, index, transcripts; without it, all.
+# table (CTest runs the parts beside each other): outputs, help, refusals, mix-pack-stream, refusals-more, tokens-limits, mesh, index, blend, transcripts; without it, all.
 set -u
-parts=(outputs help refusals mix-pack-stream refusals-more tokens-limits mesh index transcripts)
+parts=(outputs help refusals mix-pack-stream refusals-more tokens-limits mesh index blend transcripts)
 only=""
 if [[ "${1:-}" == --part ]]; then
   only="${2:-}"
@@ -533,7 +533,7 @@ refuse --steps 'is too large for stream' stream --shard-sizes 5 --world 1 --work
 fi
 if part refusals-more; then
 # Unknown commands.
-refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh or stream'
+refuse 'missing command' 'missing command (expected indices, check, shards, batches, state, tokens, mix, pack, mesh, stream or blend'
 refuse shuffle 'unknown command "shuffle"' shuffle
 refuse '""' 'unknown command ""' ''
 refuse '"chek"' 'did you mean check?' chek --size 10 --world 2
@@ -945,6 +945,84 @@ head -c 10 "$idx/tok.npy" >"$idx/tok10.npy"
 refuse "$idx/tok10.npy" 'is 10 bytes, not a multiple of 4 (the size of a uint32 token): not a raw uint32 token file' \
   index --format raw --dtype uint32 --eos 0 "$idx/tok10.npy"
 
+fi
+if part blend; then
+# ---------------------------------------------------------------------------------------------------------
+# blend: a JSON config of two packed sources blended by weight; lines, state, resume on another world and
+# micro-batch with the same global batch, and every bad config refused naming its field.
+printf '5\n17\n0\n9\n33\n12\n' >"$tmp/code.txt"
+blend_config() {  # blend_config MICRO_BATCH [EXTRA]: the config with that micro-batch size and global batch 4
+  printf '{"seq_len": 8, "mode": "concat", "mix": "sequences", "seed": 42, "labels": false,\n'
+  printf ' "micro_batch_size": %s, "global_batch_size": 4,\n' "$1"
+  printf ' "sources": [{"name": "web", "lengths": [5, 9, 13, 7, 6, 11, 3, 20], "weight": 0.75},\n'
+  printf '             {"name": "code", "lengths": "code.txt", "weight": 0.25}],\n'
+  printf ' "weight_schedule": [[3, {"web": 0.5, "code": 0.5}]], "end": {"steps": 8}%s}\n' "${2:-}"
+}
+blend_config 2 >"$tmp/blend.json"
+blend_config 1 >"$tmp/blend1.json"
+expect 0 '^step 7 rank 1: \[(web|code)/[0-9]+:[0-9]+\+[0-9]+( (web|code)/[0-9]+:[0-9]+\+[0-9]+)*\] \[' -- \
+    blend --config "$tmp/blend.json" --world 2
+expect 0 '^source code: [0-9]+ sequences, [0-9]+ tokens read; max prefix error [01]\.[0-9]{3}$' -- \
+    blend --config "$tmp/blend.json" --world 2
+# Every line of concat holds M sequences of exactly L tokens; 8 steps x 2 ranks x 1 micro-batch lines.
+run blend --config "$tmp/blend.json" --world 2
+lines="$(grep -c '^step ' <<<"$out")"
+sizes="$(grep '^step ' <<<"$out" | sed 's/^[^:]*: //' | grep -o '\[[^]]*\]' |
+  awk '{ n = 0; while (match($0, /\+[0-9]+/)) { n += substr($0, RSTART + 1, RLENGTH - 1); $0 = substr($0, RSTART + RLENGTH) } print n }' | sort -u)"
+[[ $rc -eq 0 && "$lines" == 16 && "$sizes" == 8 ]] && passed=$((passed + 1)) ||
+  fail "blend: expected 16 lines of sequences of 8 tokens, got $lines lines, sizes '$sizes'"$'\n'"$out$err"
+# Each block of 4 sequences holds 3 of web (0.75) and 1 of code before step 3, 2 and 2 from it.
+counts="$(grep '^step ' <<<"$out" | awk '{ s = $2; n = gsub(/\[web\//, ""); w[s] += n } END { for (s = 0; s < 8; s++) printf "%d", w[s] }')"
+[[ "$counts" == 33322222 ]] && passed=$((passed + 1)) || fail "blend: web sequences per step $counts, expected 33322222"
+# --state-after 3, resumed on 4 ranks of micro-batch 1 (the same global batch): the rest, in the same order.
+run blend --config "$tmp/blend.json" --world 2 --state-after 3
+state="$(sed -n 's/^state: //p' <<<"$out")"
+[[ $rc -eq 0 && "$state" == distsampler-state\ v5\ sampler=blend* && $(grep -c '^step ' <<<"$out") -eq 6 ]] &&
+  passed=$((passed + 1)) || fail "blend --state-after 3 did not print 6 lines and a state"$'\n'"$out$err"
+groups() { grep '^step ' | sed 's/^[^:]*: //' | grep -o '\[[^]]*\]'; }
+run blend --config "$tmp/blend.json" --world 2
+whole="$(groups <<<"$out" | tail -n +13)"
+run blend --config "$tmp/blend1.json" --world 4 --resume "$state"
+rest="$(groups <<<"$out")"
+[[ $rc -eq 0 && -n "$rest" && "$rest" == "$whole" && "$out" == "step 3 rank 0: "* ]] && passed=$((passed + 1)) ||
+  fail "blend resumed on 4 ranks x 1 is not the rest of the run"$'\n'"$out$err"
+sed 's/"global_batch_size": 4/"global_batch_size": 8/' "$tmp/blend.json" >"$tmp/blend8.json"
+refuse --resume 'mixing block differs (state 4, sampler 8' blend --config "$tmp/blend8.json" --world 4 --resume "$state"
+refuse --state-after '--state-after 9 is out of range (expected 0..8' blend --config "$tmp/blend.json" --world 2 \
+    --state-after 9
+refuse --rank '--rank 2 is out of range for --world 2' blend --config "$tmp/blend.json" --world 2 --rank 2
+help_ok blend --help -- --config --world --rank --steps --state-after --resume
+# --mesh: --world and --rank are global ranks; a rank reads what its data rank reads (tp ranks alike).
+run blend --config "$tmp/blend.json" --world 2 --rank 1
+data_rank_1="$out"
+run blend --config "$tmp/blend.json" --world 4 --mesh dp=2,tp=2 --rank 3
+[[ $rc -eq 0 && -n "$out" && "$out" == "$data_rank_1" ]] && passed=$((passed + 1)) ||
+  fail "blend --mesh dp=2,tp=2 --rank 3 is not data rank 1's output"$'\n'"$out$err"
+refuse --mesh 'has 4 ranks but --world is 3' blend --config "$tmp/blend.json" --world 3 --mesh dp=2,tp=2
+help_ok --help -- '  blend    '
+# Bad configs: exit 2 naming the field.
+bad_config() {  # bad_config MESSAGE SED-EXPRESSION: the config edited by sed is refused with MESSAGE
+  sed "$2" "$tmp/blend.json" >"$tmp/bad.json"
+  refuse --config "$1" blend --config "$tmp/bad.json" --world 2
+}
+bad_config 'mix is "documents" (expected "sequences"; "documents" is not implemented yet)' 's/"sequences"/"documents"/'
+bad_config 'labels is true (expected false; labels are not implemented yet)' 's/"labels": false/"labels": true/'
+bad_config 'mode is "pack" (expected "concat" or "best-fit")' 's/"concat"/"pack"/'
+bad_config 'key "colour" is unknown' 's/"seed": 42/"colour": 42/'
+bad_config 'seq_len is "8" (expected an integer >= 0)' 's/"seq_len": 8/"seq_len": "8"/'
+bad_config 'sources[1].weight is "x" (expected a decimal weight >= 0)' 's/"weight": 0.25/"weight": "x"/'
+bad_config 'sources[1].name "web" is also sources[0]'"'"'s (expected unique names)' 's/"code", "lengths"/"web", "lengths"/'
+bad_config 'sources[0].lengths[1] is -9 (expected an integer >= 0)' 's/\[5, 9/[5, -9/'
+bad_config 'weight_schedule[0] has no weight for source "code" (expected one per source)' 's/, "code": 0.5}/}/'
+bad_config 'weight_schedule[0] names source "math", which is not a source' 's/"code": 0.5}/"code": 0.5, "math": 1}/'
+bad_config 'end is an object (expected {"steps": n})' 's/"end": {"steps": 8}/"end": {"tokens": 8}/'
+bad_config 'end_steps is 0 (expected at least 1 step' 's/"steps": 8/"steps": 0/'
+bad_config 'global_batch_size 6 is not a multiple of micro_batch_size 2 x world_size 2' 's/"global_batch_size": 4/"global_batch_size": 6/'
+bad_config 'seq_len is missing (expected seq_len, micro_batch_size, sources and end)' 's/"seq_len": 8, //'
+bad_config 'is not the config'"'"'s JSON at byte' 's/}$/,}/'
+bad_config 'sources[1].lengths "' 's/code.txt/missing.txt/'
+bad_config 'sources[0] packs into no sequence (74 tokens, seq_len 90' 's/"seq_len": 8/"seq_len": 90/'
+refuse --config 'cannot be read' blend --config "$tmp/none.json" --world 2
 fi
 if part transcripts; then
 # The documents' transcripts: in every ```console block of each DOC given, every `$ distsampler ...` line prints

@@ -6,6 +6,7 @@
 
 #include "batch_layout.hpp"
 #include "batch/guard.hpp"  // and batch_sampler.hpp
+#include "blend/guard.hpp"  // and blend_sampler.hpp
 #include "distributed/guard.hpp"  // and distributed_sampler.hpp
 #include "epoch_order.hpp"
 #include "error.hpp"

@@ -42,6 +42,7 @@ void register_weighted(py::module_& m);
 void register_files(py::module_& m);
 void register_exchange(py::module_& m);
 void register_streams(py::module_& m);
+void register_blend(py::module_& m);
 void register_world(py::module_& m);
 void register_mesh(py::module_& m);
 void register_state(py::module_& m);

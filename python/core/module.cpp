@@ -27,5 +27,6 @@ PYBIND11_MODULE(_core, m) {
   dp::register_weighted(m);
   dp::register_files(m);
   dp::register_streams(m);
+  dp::register_blend(m);
   dp::register_exchange(m);
 }

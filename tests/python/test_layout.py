@@ -166,15 +166,15 @@ def test_guard_imports_no_family():
 CORE_CLASSES = ["DistributedSamplerFeistelPermutation", "DistributedSamplerTorchRandperm",
                 "DistributedBatchSamplerFeistelPermutation", "DistributedBatchSamplerTorchRandperm",
                 "StreamingShardSampler", "TokenBatchSampler", "MixtureSampler", "WeightedSampler",
-                "PackedSequenceSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
+                "PackedSequenceSampler", "BlendSampler", "Mesh", "ReadSums", "StreamCursor", "StreamJobState",
                 # The options classes the factories take (bound field by field).
                 "SamplerOptions", "TorchRandpermOptions", "BatchSamplerOptions", "WeightedSamplerOptions",
-                "TokenBatchOptions", "PackOptions", "MixtureOptions", "ShardSamplerOptions"]
+                "TokenBatchOptions", "PackOptions", "MixtureOptions", "ShardSamplerOptions", "BlendOptions"]
 CORE_FUNCTIONS = ["make_distributed_sampler", "make_distributed_batch_sampler", "make_streaming_shard_sampler",
                   "make_token_batch_sampler", "make_mixture_sampler", "make_weighted_sampler", "world_from_env",
                   "validate_world", "parse_state", "check_partition", "index_shards",
                   "make_packed_sequence_sampler", "world_from_mesh", "check_mesh_groups", "check_mesh_records",
-                  "assemble_stream_state", "resume_stream", "guard_exchange"]
+                  "assemble_stream_state", "resume_stream", "make_blend_sampler", "guard_exchange"]
 
 
 def test_core_binds_the_cpp_names_and_nothing_else():

@@ -29,6 +29,9 @@
 - ``StreamDataset``: an ``IterableDataset`` over shard files of unknown size, read by
   passes with a read-time ``filter`` and on-the-fly packing (``StreamPacker``), the same
   steps on every rank without a collective, resumable on any world.
+- ``BlendSampler``: sources packed on their own, pass after pass, and blended by weight
+  as whole sequences, from one JSON config (``read_blend_config`` checks it);
+  ``BlendDataset`` and ``collate_blend`` turn its pieces into tensors.
 - ``guard``: checks with ``torch.distributed`` that every rank built the same sampler.
 
 The world (rank and world size) comes from the explicit arguments when given, else from
@@ -38,13 +41,14 @@ The world (rank and world size) comes from the explicit arguments when given, el
 rank=0`` for one process.
 
 Each family lives in its own module (``sampler``, ``batch``, ``shards``, ``sharded``,
-``tokens``, ``mixture``, ``packing``, ``weighted``, ``guard``, ``loader``); import the names from
+``tokens``, ``mixture``, ``packing``, ``blend``, ``weighted``, ``guard``, ``loader``); import the names from
 ``distsampler.torch``, the
 path every public class reports as its ``__module__`` (and pickles record).
 """
 
 from ._common import default_torch_generation
 from .batch import DistributedBatchSampler
+from .blend import BlendDataset, BlendSampler, collate_blend, read_blend_config
 from .guard import guard
 from .loader import DataLoader, MaskedBatch
 from .mixture import MixtureBatchSampler
@@ -85,4 +89,8 @@ __all__ = [
     "StreamPacker",
     "StreamItem",
     "StreamBatch",
+    "BlendSampler",
+    "BlendDataset",
+    "collate_blend",
+    "read_blend_config",
 ]

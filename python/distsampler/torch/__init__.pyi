@@ -2,6 +2,12 @@
 # SPDX-License-Identifier: MIT
 from ._common import default_torch_generation as default_torch_generation
 from .batch import DistributedBatchSampler as DistributedBatchSampler
+from .blend import (
+    BlendDataset as BlendDataset,
+    BlendSampler as BlendSampler,
+    collate_blend as collate_blend,
+    read_blend_config as read_blend_config,
+)
 from .guard import guard as guard
 from .loader import DataLoader as DataLoader, MaskedBatch as MaskedBatch
 from .mixture import MixtureBatchSampler as MixtureBatchSampler
