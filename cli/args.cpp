@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace cli {
@@ -308,6 +311,14 @@ Invocation parse_args(const std::vector<std::string_view>& args) {
   }
   parse_flags(*out.command, args, out);
   return out;
+}
+
+void write_buffered(std::string& buffer, bool force) {
+  if (buffer.size() < (1u << 16) && !force) return;
+  if (std::fwrite(buffer.data(), 1, buffer.size(), stdout) != buffer.size()) {
+    throw UsageError(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+  }
+  buffer.clear();
 }
 
 std::string program_help() {

@@ -354,14 +354,6 @@ class ConfigReader {
   std::string path_;
 };
 
-void write(std::string& buffer, bool force) {
-  if (buffer.size() < (1u << 16) && !force) return;
-  if (std::fwrite(buffer.data(), 1, buffer.size(), stdout) != buffer.size()) {
-    throw UsageError(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
-  }
-  buffer.clear();
-}
-
 int run_blend(const Invocation& in) {
   const BlendConfig c = ConfigReader(std::string(in.text("--config"))).read();
   const std::uint64_t world_size = in.required_number("--world");
@@ -429,13 +421,13 @@ int run_blend(const Invocation& in) {
         }
         for (std::uint64_t i = b.sequences(); i < s.micro_batch_size(); ++i) line += " []";
         line += '\n';
-        write(line, false);
+        write_buffered(line, false);
       }
     }
   }
   if (state_after) {
     fmt::format_to(std::back_inserter(line), "state: {}\n", s.state(*state_after).to_text());
-    write(line, true);
+    write_buffered(line, true);
     return 0;
   }
   // The largest prefix error of each source over the order's positions up to the last printed step.
@@ -462,7 +454,7 @@ int run_blend(const Invocation& in) {
   }
   fmt::format_to(std::back_inserter(line), "tokens: {} padded (best-fit); prefix errors over {} positions\n", padded,
                  end);
-  write(line, true);
+  write_buffered(line, true);
   return 0;
 }
 

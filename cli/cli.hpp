@@ -166,6 +166,10 @@ inline constexpr std::string_view index_synopsis =
 inline constexpr std::string_view index_brief = "build (or with --verify check) the cached index of each shard file";
 int run_index(const std::vector<std::string_view>& args);
 
+/// Writes `buffer` to standard output and clears it once it holds 64 KiB or more, or always with `force`;
+/// UsageError "cannot write to standard output: ..." when the write fails (a full disk, a closed pipe).
+void write_buffered(std::string& buffer, bool force);
+
 /// "with --shuffle torch, --size at most N": the limit every command of the torch engine shares.
 [[nodiscard]] std::string torch_limit_text();
 

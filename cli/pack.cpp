@@ -60,14 +60,6 @@ std::uint64_t positive(const Invocation& in, std::string_view flag, std::uint64_
   return v;
 }
 
-void write(std::string& buffer, bool force) {
-  if (buffer.size() < (1u << 16) && !force) return;
-  if (std::fwrite(buffer.data(), 1, buffer.size(), stdout) != buffer.size()) {
-    throw UsageError(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
-  }
-  buffer.clear();
-}
-
 int run_pack(const Invocation& in) {
   const std::vector<std::uint32_t> lengths = pack_lengths(in.text("--lengths"));
   const std::uint64_t world_size = positive(in, "--world", 1);
@@ -159,13 +151,13 @@ int run_pack(const Invocation& in) {
           line += ']';
         }
         line += '\n';
-        write(line, false);
+        write_buffered(line, false);
       }
     }
   }
   if (state_after) {
     fmt::format_to(std::back_inserter(line), "state: {}\n", s.state(*state_after).to_text());
-    write(line, true);
+    write_buffered(line, true);
     return 0;
   }
   const ds::PackEpochStats& st = s.stats();
@@ -181,7 +173,7 @@ int run_pack(const Invocation& in) {
                  "sequences\n",
                  st.tokens, st.read_tokens, st.dropped_tokens, st.read_sequences * st.seq_len - st.read_tokens,
                  st.padding_efficiency(), st.empty_sequences);
-  write(line, true);
+  write_buffered(line, true);
   return 0;
 }
 
