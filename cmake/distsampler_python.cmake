@@ -29,3 +29,15 @@ foreach(_file ${_ds_python_files})
   file(MAKE_DIRECTORY "${_dir}")
   file(CREATE_LINK "${PROJECT_SOURCE_DIR}/python/distsampler/${_file}" "${_ds_python_dir}/${_file}" SYMBOLIC)
 endforeach()
+
+# The Python tests that compare the package with the distsampler program (pytest mark `cli`): run on
+# this build's extension and program.
+if(TARGET distsampler_cli AND DISTSAMPLER_BUILD_TESTS)
+  add_test(NAME python_cli_agreement
+           COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider -m cli
+           WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}/tests/python")
+  set_tests_properties(python_cli_agreement PROPERTIES
+                       ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;DISTSAMPLER_CLI=$<TARGET_FILE:distsampler_cli>"
+                       PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed" FAIL_REGULAR_EXPRESSION "failed|error|no tests ran"
+                       LABELS cli)
+endif()

@@ -432,11 +432,13 @@ bool files(Digest& d) {
 
 }  // namespace
 
-// On a 32-bit size_t, a stream of more consumers than a vector can index is refused.
+// On a 32-bit size_t, a stream of more consumers than a vector can index is refused (by the bound of
+// 2^20 consumers, which every platform has).
 bool refuses_consumers_past_size_t() {
   if (sizeof(std::size_t) >= sizeof(std::uint64_t)) return true;
   const std::string expected =
-      "StreamPlan: consumers 4294967296 is too many (expected at most 4294967295, this platform's size_t)";
+      "StreamPlan: consumers 4294967296 is too many (expected at most 1048576 consumers, ranks x loader workers: each "
+      "pass holds a share per consumer)";
   try {
     const ds::StreamPlan plan(1, {}, 0, std::uint64_t{1} << 32);
   } catch (const ds::config_error& e) {

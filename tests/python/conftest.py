@@ -145,6 +145,9 @@ def _install_process_guard():
 def pytest_configure(config):
     config.addinivalue_line("markers", "processes: the test starts processes (launched jobs, DataLoader workers, "
                                        "the CLI); `scripts/test quick` leaves it out")
+    config.addinivalue_line("markers", "cli: the test runs the distsampler program CMake built beside the extension "
+                                       "(DISTSAMPLER_CLI); the quick tier's CTest python_cli_agreement runs them "
+                                       "(-m cli), the wheel's run leaves them out")
     # pytest-xdist declares it when installed; scripts/test quick runs without xdist.
     config.addinivalue_line("markers", "xdist_group(name): tests kept in one pytest-xdist worker")
     _install_process_guard()

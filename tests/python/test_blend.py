@@ -278,13 +278,13 @@ def _cli():
 
 
 @pytest.mark.processes
+@pytest.mark.cli
 @pytest.mark.parametrize("mode", ["concat", "best-fit"])
 def test_the_cli_prints_the_sequences_python_yields(tmp_path, mode):
     import subprocess
 
     cli = _cli()
-    if cli is None:
-        pytest.skip("no distsampler program beside the extension (set DISTSAMPLER_CLI)")
+    assert cli is not None, "no distsampler program beside the extension (set DISTSAMPLER_CLI)"
     cfg = config(mode=mode)
     (tmp_path / "blend.json").write_text(json.dumps(cfg))
     out = subprocess.run([cli, "blend", "--config", str(tmp_path / "blend.json"), "--world", "2", "--rank", "1"],

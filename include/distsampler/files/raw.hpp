@@ -133,12 +133,13 @@ inline void raw_documents(const char* p, std::size_t n, std::uint64_t first, std
   std::uint64_t bytes_read = 0;  // file offset just past the block's bytes
   std::size_t carry = 0;         // bytes of a token split across two reads, kept at block[0]
   std::uint64_t doc_start = 0;   // the current document's first token
+  const auto itemsize = static_cast<std::size_t>(d.itemsize);  // 1 to 8 (a 32-bit std::size_t too)
   for (;;) {
     const std::size_t got = file.read_some(block.data() + carry, block.size() - carry);
     if (got == 0) break;
     bytes_read += got;
     const std::size_t have = carry + got;
-    const std::size_t tokens = have / d.itemsize;
+    const std::size_t tokens = have / itemsize;
     const std::uint64_t first = (bytes_read - have) / d.itemsize;
     switch (d.itemsize) {
       case 1: fd::raw_documents<std::uint8_t>(block.data(), tokens, first, eos, doc_start, out.records); break;
@@ -146,8 +147,8 @@ inline void raw_documents(const char* p, std::size_t n, std::uint64_t first, std
       case 4: fd::raw_documents<std::uint32_t>(block.data(), tokens, first, eos, doc_start, out.records); break;
       default: fd::raw_documents<std::uint64_t>(block.data(), tokens, first, eos, doc_start, out.records); break;
     }
-    carry = have - tokens * d.itemsize;
-    if (carry != 0) std::memmove(block.data(), block.data() + tokens * d.itemsize, carry);
+    carry = have - tokens * itemsize;
+    if (carry != 0) std::memmove(block.data(), block.data() + tokens * itemsize, carry);
   }
   fd::check_unchanged(stamp, bytes_read);
   const std::uint64_t total = stamp.size / d.itemsize;
