@@ -22,6 +22,7 @@
 #include "../worker_schedule.hpp"
 #include "../world.hpp"
 #include "detail/best_fit.hpp"
+#include "detail/epoch.hpp"
 #include "detail/plan.hpp"
 #include "detail/scan.hpp"
 #include "options.hpp"
@@ -274,13 +275,7 @@ class PackedSequenceSampler {
  private:
   static constexpr std::string_view who = "PackedSequenceSampler";
 
-  struct Epoch {
-    std::uint64_t epoch = 0;
-    EpochOrder<FeistelPermutation> chunks;  // the chunk order
-    detail::EpochRecords records;           // where the recorded windows start
-    BatchLayout layout;
-    PackEpochStats stats;
-  };
+  using Epoch = detail::PackEpoch;
 
   static World checked(const World& w) {
     w.validate(who);
@@ -463,14 +458,7 @@ class PackedSequenceSampler {
     e.layout = BatchLayout(sequences, start, options_.micro_batch_size, world_.world_size, options_.accumulation_steps,
                            mode_tail(), who);
     PackEpochStats& s = e.stats;
-    s.documents = n_;
-    s.tokens = tokens_;
-    s.sequences = sequences;
-    s.steps = e.layout.num_steps();
-    s.skipped_documents = zeros_;
-    s.split_documents = longer_;
-    s.seq_len = l;
-    s.read_sequences = sequences - start;
+    detail::set_epoch_counts(s, n_, tokens_, sequences, e.layout.num_steps(), zeros_, longer_, l, start);
     if (options_.mode == PackMode::concat) {
       s.read_sequences = e.layout.read_end() - start;
       s.read_tokens = s.read_sequences * l;
